@@ -1,0 +1,74 @@
+# kernel AST (views) -> index maths over loop variables (docs/ir.md stage 3)
+from __future__ import annotations
+from dataclasses import dataclass, field
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, sint
+from tinygrad.dtype import dtypes, DType, PtrDType
+from tinygrad.helpers import prod
+from tinygrad.renderer import Renderer
+
+@dataclass
+class LowererContext:
+  idxs: list[UOp]                 # one loop variable (RANGE or SPECIAL) per axis
+  idx_dtype: DType
+  reduce_ranges: dict[int, UOp] = field(default_factory=dict)
+
+def _indexed(ctx:LowererContext, view:UOp) -> tuple[UOp, UOp]:
+  st = view.arg
+  zero = UOp.const(ctx.idx_dtype, 0)
+  return st.to_indexed_uops([ctx.idxs[i] if resolve(s != 1) else zero for i, s in enumerate(st.shape)])
+
+def _is_true(x:UOp) -> bool: return x.op is Ops.CONST and x.arg is True
+def _is_false(x:UOp) -> bool: return x.op is Ops.CONST and x.arg is False
+
+def lower_load(ctx:LowererContext, x:UOp, buf:UOp, view:UOp) -> UOp:
+  idx, valid = _indexed(ctx, view)
+  if _is_false(valid): return UOp.const(x.dtype, 0)
+  return UOp(Ops.LOAD, x.dtype, (buf.index(idx, None if _is_true(valid) else valid),))
+
+def lower_store(ctx:LowererContext, buf:UOp, view:UOp, val:UOp) -> UOp:
+  idx, valid = _indexed(ctx, view)
+  return UOp(Ops.STORE, dtypes.void, (buf.index(idx, None if _is_true(valid) else valid), val))
+
+def lower_const(ctx:LowererContext, c:UOp, view:UOp) -> UOp:
+  _, valid = _indexed(ctx, view)
+  val = UOp(c.op, c.dtype, (), c.arg)
+  return val if _is_true(valid) else valid.where(val, UOp.const(c.dtype, 0))
+
+def lower_reduce(ctx:LowererContext, r:UOp) -> UOp:
+  return UOp(Ops.REDUCE, r.dtype, (r.src[0],) + tuple(ctx.idxs[a] for a in r.axis_arg), r.arg[0])
+
+pm_lowerer = PatternMatcher([
+  (UPat(Ops.LOAD, src=(UPat(Ops.DEFINE_GLOBAL, name="buf"), UPat(Ops.VIEW, name="view")), name="x"), lower_load),
+  (UPat(Ops.STORE, src=(UPat(Ops.DEFINE_GLOBAL, name="buf"), UPat(Ops.VIEW, name="view"), UPat.var("val"))), lower_store),
+  (UPat((Ops.CONST, Ops.VCONST), src=(UPat(Ops.VIEW, name="view"),), name="c"), lower_const),
+  (UPat(Ops.VALID, src=(UPat(Ops.VIEW, name="view"),)), lambda ctx, view: _indexed(ctx, view)[1]),
+  (UPat(Ops.REDUCE_AXIS, name="r"), lower_reduce),
+])
+
+def needs_int64(ast:UOp, full_shape:tuple[sint, ...]) -> bool:
+  limit = 2**31 - 1
+  if isinstance(p := prod(full_shape), int) and p > limit: return True
+  for u in ast.toposort():
+    if u.op is Ops.DEFINE_GLOBAL and isinstance(u.dtype, PtrDType) and u.dtype.size > limit: return True
+    if u.op is Ops.VIEW and u.arg.needs_int64(): return True
+  return False
+
+def get_index(ast:UOp, opts:Renderer) -> LowererContext:
+  from tinygrad.opt.kernel import KernelInfo
+  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+  full_shape = ast.full_shape
+  idx_dtype = dtypes.int64 if needs_int64(ast, full_shape) else dtypes.int32
+  idxs: list[UOp] = []
+  n_global = info.global_dims
+  # on devices with threads the last (up to three) global axes are thread ids, gidx0 being the innermost; the rest are loops
+  special_axes = list(range(max(0, n_global-3), n_global)) if opts.has_local else []
+  for i, s in enumerate(full_shape):
+    if i in special_axes:
+      idxs.append(UOp(Ops.SPECIAL, idx_dtype, (), (f"gidx{n_global-1-i}", s)))
+    else: idxs.append(UOp.range(idx_dtype, s, i))
+  return LowererContext(idxs, idx_dtype)
+
+def lower(ast:UOp, opts:Renderer) -> UOp:
+  ctx = get_index(ast, opts)
+  return graph_rewrite(ast, pm_lowerer, ctx)

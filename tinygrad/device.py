@@ -1,0 +1,257 @@
+from __future__ import annotations
+import ctypes, functools, importlib, os, pathlib
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
+from tinygrad.helpers import DEBUG, LRU, GlobalCounters, diskcache_get, diskcache_put, flat_mv
+from tinygrad.dtype import DType, ImageDType, dtypes
+
+# **************** Device ****************
+
+# tried in this order when no device is named in the environment; PYTHON (the emulator) is never picked by default
+DEFAULT_PREFERENCE = ("METAL", "AMD", "NV", "CUDA", "GPU", "LLVM", "CPU")
+
+class _Device:
+  def __init__(self) -> None:
+    # listing the files finds every device without importing (and so without opening) any of them
+    self._devices: list[str] = sorted(x.stem[len("ops_"):].upper() for x in (pathlib.Path(__file__).parent/"runtime").glob("ops_*.py"))
+    self._opened: dict[str, Compiled] = {}
+  def canonicalize(self, device:str|None) -> str:
+    if device is None: return self.DEFAULT
+    base, sep, rest = device.partition(":")
+    # "CPU:0" is the same device as "CPU"; anything else after the colon (an index, a DISK path) is kept as given
+    return base.upper() if rest == "0" or not sep else f"{base.upper()}:{rest}"
+  def __getitem__(self, ix:str) -> Compiled:
+    name = self.canonicalize(ix)
+    if (dev := self._opened.get(name)) is not None: return dev
+    base = name.split(":", 1)[0]
+    if base not in self._devices: raise ValueError(f"unknown device {ix!r}, known devices are {', '.join(self._devices)}")
+    mod = importlib.import_module(f"tinygrad.runtime.ops_{base.lower()}")
+    cls: list[Any] = [c for n,c in vars(mod).items() if isinstance(c, type) and n.lower() == f"{base.lower()}device"]
+    if len(cls) != 1: raise RuntimeError(f"tinygrad.runtime.ops_{base.lower()} must define exactly one class named {base}Device, found {len(cls)}")
+    if DEBUG >= 1: print(f"opened device {name} from pid:{os.getpid()}")
+    self._opened[name] = dev = cls[0](name)
+    return dev
+  @property
+  def default(self) -> Compiled: return self[self.DEFAULT]
+  # a cached_property has no setter, so `Device.DEFAULT = "PYTHON"` simply replaces the cached value
+  @functools.cached_property
+  def DEFAULT(self) -> str:
+    # os.environ is read directly (not through getenv's cache) so a fresh _Device sees the current environment
+    named = [d for d in self._devices if _env_flag(d)]
+    if (dev := os.environ.get("DEV", "")):
+      if (d := self.canonicalize(dev)).split(":")[0] not in self._devices:
+        raise ValueError(f"DEV={dev} is not a known device: {', '.join(self._devices)}")
+      if d not in named: named.append(d)
+    if len(named) > 1: raise RuntimeError(f"only one device may be selected in the environment, got {named}")
+    if named: return named[0]
+    for d in DEFAULT_PREFERENCE:
+      if d not in self._devices: continue
+      try:
+        self[d]
+        return d
+      except Exception as e:
+        if DEBUG >= 2: print(f"device {d} is not usable: {e!r}")
+    raise RuntimeError(f"no usable device found among {', '.join(x for x in DEFAULT_PREFERENCE if x in self._devices)}; set one with e.g. CPU=1")
+Device = _Device()
+
+def _env_flag(key:str) -> bool:
+  try: return int(os.environ.get(key, "0")) != 0
+  except ValueError: return False
+
+# **************** Buffer + Allocators ****************
+
+@dataclass(frozen=True, eq=True)
+class BufferSpec:
+  # TODO: move image to dtype
+  image: ImageDType|None = None
+  uncached: bool = False
+  cpu_access: bool = False
+  host: bool = False
+  nolru: bool = False
+  external_ptr: int|None = None
+
+class Buffer:
+  _buf: Any  # the allocator's handle; set only while allocated
+  def __init__(self, device:str, size:int, dtype:DType, opaque:Any=None, options:BufferSpec|None=None, initial_value:bytes|None=None,
+               lb_refcount:int=0, base:Buffer|None=None, offset:int=0, preallocate:bool=False):
+    if isinstance(dtype, ImageDType): options = replace(options or BufferSpec(), image=dtype)
+    if not isinstance(size, int) or size < 0: raise ValueError(f"buffer size must be a non-negative int (elements), got {size!r}")
+    self.device, self.size, self.dtype, self.options, self.offset, self.allocated_views = device, size, dtype, options, offset, 0
+    if base is None:
+      if offset != 0: raise ValueError("a base buffer can't have an offset")
+      self._base: Buffer|None = None
+      self._lb_refcount = lb_refcount
+      if opaque is not None: self.allocate(opaque)
+      if initial_value is not None:
+        self.ensure_allocated()
+        self.copyin(memoryview(initial_value))
+    else:
+      if base._base is not None: raise ValueError("the base of a view must be a base buffer")
+      if base.device != device: raise ValueError(f"a view must be on its base's device {base.device}, got {device}")
+      if offset < 0 or offset + self.nbytes > base.nbytes:
+        raise ValueError(f"view of {self.nbytes} bytes at offset {offset} is out of bounds of a {base.nbytes} byte buffer")
+      self._base = base
+    if preallocate: self.allocate()
+  @property
+  def base(self) -> Buffer: return self._base if self._base is not None else self
+  @property
+  def lb_refcount(self) -> int: return self.base._lb_refcount
+  def ref(self, cnt:int) -> None: self.base._lb_refcount += cnt
+  @property
+  def nbytes(self) -> int: return self.size*self.dtype.itemsize
+  def is_allocated(self) -> bool: return hasattr(self, "_buf")
+  def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
+  def allocate(self, opaque:Any=None, external_ptr:int|None=None) -> Buffer:
+    if self.is_allocated(): raise RuntimeError(f"{self} is already allocated")
+    self.allocator: Allocator = Device[self.device].allocator
+    if external_ptr is not None: self.options = replace(self.options or BufferSpec(), external_ptr=external_ptr)
+    if self._base is not None:
+      self._base.ensure_allocated()
+      if (offset_fn := getattr(self.allocator, "_offset", None)) is None: raise RuntimeError(f"device {self.device} does not support buffer views")
+      self._buf = offset_fn(self._base._buf, self.nbytes, self.offset)
+      self._base.allocated_views += 1
+    else:
+      self._buf = opaque if opaque is not None else self.allocator.alloc(self.nbytes, self.options)
+      if not self.device.startswith("DISK"): GlobalCounters.mem_used += self.nbytes
+    return self
+  def deallocate(self) -> None:
+    if not self.is_allocated(): raise RuntimeError(f"{self} is not allocated")
+    self._release()
+  def _release(self) -> None:
+    if self._base is None:
+      if not self.device.startswith("DISK"): GlobalCounters.mem_used -= self.nbytes
+      # memory the buffer doesn't own must never land in the LRU cache
+      if self.options is None or self.options.external_ptr is None: self.allocator.free(self._buf, self.nbytes, self.options)
+    else: self._base.allocated_views -= 1
+    del self._buf
+  def __del__(self) -> None:
+    try:
+      if hasattr(self, "_buf"): self._release()
+    except Exception: pass  # at interpreter shutdown modules may already be gone
+  def __reduce__(self):
+    if self._base is not None:
+      return self.__class__, (self.device, self.size, self.dtype, None, None, None, 0, self._base, self.offset, self.is_allocated())
+    buf = None
+    if self.is_allocated():
+      buf = bytearray(self.nbytes)
+      self.copyout(memoryview(buf))
+    options = replace(self.options, external_ptr=None) if self.options is not None else None
+    return self.__class__, (self.device, self.size, self.dtype, None, options, buf, self.lb_refcount)
+  def __repr__(self) -> str:
+    return f"<buf real:{self.is_allocated()} device:{self.device} size:{self.size} dtype:{self.dtype}" + \
+      (f" offset:{self.offset}" if self._base is not None else "") + (f" {self.options}" if self.options is not None else "") + ">"
+  def as_buffer(self, allow_zero_copy:bool=False, force_zero_copy:bool=False) -> memoryview:
+    if not self.is_allocated(): raise RuntimeError(f"as_buffer of {self} that isn't allocated")
+    # zero copy only for plain (non image) buffers of allocators that can expose their memory to the host
+    if (allow_zero_copy or force_zero_copy) and (fn := getattr(self.allocator, "_as_buffer", None)) is not None and \
+       (self.options is None or self.options.image is None):
+      return fn(self._buf)
+    if force_zero_copy: raise RuntimeError(f"zero copy is not possible for {self}")
+    return self.copyout(memoryview(bytearray(self.nbytes)))
+  def copyin(self, mv:memoryview) -> Buffer:
+    mv = flat_mv(mv)
+    if mv.nbytes != self.nbytes: raise ValueError(f"copyin of {mv.nbytes} bytes into a buffer of {self.nbytes} bytes")
+    if not self.is_allocated(): raise RuntimeError(f"copyin into {self} that isn't allocated")
+    if mv.nbytes: self.allocator._copyin(self._buf, mv)
+    return self
+  def copyout(self, mv:memoryview) -> memoryview:
+    mv = flat_mv(mv)
+    if mv.nbytes != self.nbytes: raise ValueError(f"copyout of a buffer of {self.nbytes} bytes into {mv.nbytes} bytes")
+    if not self.is_allocated(): raise RuntimeError(f"copyout from {self} that isn't allocated")
+    if mv.nbytes: self.allocator._copyout(mv, self._buf)
+    return mv
+  def view(self, size:int, dtype:DType, offset:int) -> Buffer:
+    if offset < 0 or offset > self.nbytes: raise ValueError(f"view offset {offset} is out of bounds of a {self.nbytes} byte buffer")
+    return Buffer(self.device, size, dtype, base=self.base, offset=self.offset+offset if self._base is not None else offset)
+  def numpy(self):  # only for tests and debugging
+    import numpy as np
+    if self.dtype.fmt is None: raise TypeError(f"no numpy dtype for {self.dtype}")
+    return np.frombuffer(self.as_buffer(), dtype=np.dtype(self.dtype.fmt))
+
+T = TypeVar("T")
+class Allocator(Generic[T]):
+  # optional hooks a subclass may add: _as_buffer(src) -> memoryview, _offset(buf, size, offset) -> T, _transfer(dest, src, sz, ...)
+  def alloc(self, size:int, options:BufferSpec|None=None) -> T:
+    if not isinstance(size, int) or size < 0: raise ValueError(f"allocation size must be a non-negative int (bytes), got {size!r}")
+    return self._alloc(size, options if options is not None else BufferSpec())
+  def free(self, opaque:T, size:int, options:BufferSpec|None=None) -> None:
+    self._free(opaque, options if options is not None else BufferSpec())
+  def _alloc(self, size:int, options:BufferSpec) -> T: raise NotImplementedError(f"{type(self).__name__} must implement _alloc")
+  def _free(self, opaque:T, options:BufferSpec) -> None: pass  # if opaque is a Python object, the garbage collector frees it
+  def _copyin(self, dest:T, src:memoryview) -> None: raise NotImplementedError(f"{type(self).__name__} must implement _copyin")
+  def _copyout(self, dest:memoryview, src:T) -> None: raise NotImplementedError(f"{type(self).__name__} must implement _copyout")
+
+class LRUAllocator(Allocator[T]):
+  """Keeps freed buffers by (size, options) and hands them out again: device allocation is slow, reuse is fast."""
+  def __init__(self) -> None: self.cache: defaultdict[tuple[int, BufferSpec], list[T]] = defaultdict(list)
+  def alloc(self, size:int, options:BufferSpec|None=None) -> T:
+    options = options if options is not None else BufferSpec()
+    if options.external_ptr is None and (cached := self.cache.get((size, options))): return cached.pop()
+    try: return super().alloc(size, options)
+    except MemoryError:
+      self.free_cache()
+      return super().alloc(size, options)
+  def free_cache(self) -> None:
+    for (sz, options), opaques in self.cache.items():
+      for opaque in opaques: super().free(opaque, sz, options)
+      opaques.clear()
+  def free(self, opaque:T, size:int, options:BufferSpec|None=None) -> None:
+    options = options if options is not None else BufferSpec()
+    if LRU and not options.nolru and options.external_ptr is None: self.cache[(size, options)].append(opaque)
+    else: super().free(opaque, size, options)
+
+class _MallocAllocator(LRUAllocator[ctypes.Array]):
+  """Host memory from ctypes, 64-byte aligned. The opaque handle is a ctypes array, which ctypes passes to C as a pointer."""
+  def _alloc(self, size:int, options:BufferSpec) -> ctypes.Array:
+    if options.external_ptr is not None: return (ctypes.c_uint8 * size).from_address(options.external_ptr)
+    raw = (ctypes.c_uint8 * (size + 63))()
+    # from_buffer keeps a reference to raw, so the owner lives as long as the aligned array
+    return (ctypes.c_uint8 * size).from_buffer(raw, -ctypes.addressof(raw) % 64)
+  def _as_buffer(self, src:ctypes.Array) -> memoryview: return flat_mv(memoryview(src))
+  def _copyin(self, dest:ctypes.Array, src:memoryview) -> None: memoryview(dest).cast("B")[:] = src  # a memcpy, and src may be read-only
+  def _copyout(self, dest:memoryview, src:ctypes.Array) -> None: dest[:] = memoryview(src).cast("B")
+  def _offset(self, buf:ctypes.Array, size:int, offset:int) -> ctypes.Array: return (ctypes.c_uint8 * size).from_buffer(buf, offset)
+MallocAllocator = _MallocAllocator()
+
+# **************** Compiler + Compiled ****************
+
+class CompileError(Exception): pass
+
+class Compiler:
+  def __init__(self, cachekey:str|None=None):
+    self.cachekey = cachekey
+    self._mem_cache: dict[str, bytes] = {}
+  def compile(self, src:str) -> bytes: return src.encode()  # the default "compiler" passes the source through
+  def compile_cached(self, src:str) -> bytes:
+    if (lib := self._mem_cache.get(src)) is not None: return lib
+    # diskcache_get/put are no-ops when CACHELEVEL=0
+    if self.cachekey is None or (lib := diskcache_get(self.cachekey, src)) is None:
+      lib = self.compile(src)
+      if self.cachekey is not None: diskcache_put(self.cachekey, src, lib)
+    self._mem_cache[src] = lib
+    return lib
+  def disassemble(self, lib:bytes) -> None: pass
+
+class Compiled:
+  def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, runtime:Any, graph:Any=None):
+    self.device, self.allocator, self.compiler, self.runtime, self.graph = device, allocator, compiler or Compiler(), runtime, graph
+    self.renderer = renderer
+  def synchronize(self) -> None:
+    """Waits until all work queued on the device has finished. Synchronous devices have nothing to wait for."""
+
+# **************** dtype support ****************
+
+def is_dtype_supported(dtype:DType, device:str|None=None) -> bool:
+  dev = Device.canonicalize(device).split(":")[0]
+  if dtype.count > 1: dtype = dtype.scalar()
+  if dev in {"PYTHON", "DISK", "NPY"}: return True
+  fp8 = dtype.name.startswith("fp8") or "float8" in dtype.name
+  if dev in {"CPU", "LLVM"}: return not fp8  # the C and LLVM renderers emulate half and bfloat16, fp8 has no host type
+  if dev in {"CUDA", "NV", "AMD"}: return True
+  if fp8: return False
+  if dev == "METAL": return dtype != dtypes.float64
+  if dev == "GPU": return dtype != dtypes.bfloat16
+  if dev == "WEBGPU": return dtype in {dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
+                                       dtypes.float32}
+  return dtype in {dtypes.float32, dtypes.int32, dtypes.bool}

@@ -1,0 +1,150 @@
+from __future__ import annotations
+import time
+from dataclasses import dataclass, field
+from typing import Generator
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, sym_infer, sint
+from tinygrad.device import Device, Buffer
+from tinygrad.helpers import DEBUG, NOOPT, GlobalCounters, colored, ansilen, Metadata, to_function_name
+from tinygrad.renderer import Renderer, ProgramSpec, Estimates
+from tinygrad.engine.schedule import ScheduleItem
+
+# ***** programs *****
+
+def get_program(ast:UOp, renderer:Renderer, opts:list|None=None) -> ProgramSpec:
+  """Optimize, lower, render one kernel AST for a device."""
+  from tinygrad.opt.kernel import Kernel
+  from tinygrad.codegen import full_rewrite
+  k = Kernel(ast, renderer)
+  if opts is not None:
+    for o in opts: k.apply_opt(o)  # type: ignore[attr-defined]
+  elif not NOOPT:
+    try:
+      from tinygrad.opt.heuristic import hand_coded_optimizations
+      for o in hand_coded_optimizations(k): k.apply_opt(o)  # type: ignore[attr-defined]
+    except ImportError: pass
+  opt_ast = k.get_optimized_ast()
+  uops = full_rewrite(opt_ast, renderer)
+  name = to_function_name(opt_ast.arg.name) if opt_ast.arg is not None else "kernel"
+  src = renderer.render(name, uops)
+  # launch sizes come from the thread ids the lowerer made
+  global_size: list[sint] = [1, 1, 1]
+  local_size: list[sint] = [1, 1, 1]
+  for u in uops:
+    if u.op is Ops.SPECIAL:
+      dim = int(u.arg[0][-1])
+      if u.arg[0].startswith("gidx"): global_size[dim] = u.arg[1]
+      elif u.arg[0].startswith("lidx"): local_size[dim] = u.arg[1]
+  gbufs = sorted([u for u in uops if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
+  outs = sorted({u.src[0].src[0].arg for u in uops if u.op is Ops.STORE and u.src[0].op is Ops.INDEX})
+  ins = sorted({u.src[0].src[0].arg for u in uops if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL})
+  vars_ = sorted([u for u in uops if u.op is Ops.DEFINE_VAR], key=lambda v: v.arg[0])
+  return ProgramSpec(name, src, renderer.device, ast, uops, global_size, local_size if any(x != 1 for x in local_size) else None,
+                     vars_, [u.arg for u in gbufs], outs, ins, Estimates.from_uops(uops, ignore_indexing=True), tuple(k.applied_opts))
+
+# ***** runners *****
+
+class Runner:
+  def __init__(self, display_name:str, device:str, estimates:Estimates=Estimates()):
+    self.display_name, self.device, self.estimates = display_name, device, estimates
+  @property
+  def dev(self): return Device[self.device]
+  def exec(self, rawbufs:list[Buffer], var_vals:dict[UOp, int]|None=None) -> float|None: return self(rawbufs, {} if var_vals is None else var_vals)
+  def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None: raise NotImplementedError("override this")
+
+class CompiledRunner(Runner):
+  def __init__(self, p:ProgramSpec, precompiled:bytes|None=None):
+    if DEBUG >= 4: print(p.src)
+    self.p = p
+    dev = Device[p.device]
+    self.lib = precompiled if precompiled is not None else dev.compiler.compile_cached(p.src)
+    if DEBUG >= 6: dev.compiler.disassemble(self.lib)
+    self._prg = dev.runtime(p.function_name, self.lib)
+    super().__init__(p.name, p.device, p.estimates)
+  def __reduce__(self): return self.__class__, (self.p, self.lib)
+  def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None:
+    global_size, local_size = self.p.launch_dims(var_vals)
+    vals = tuple(var_vals[k] for k in self.p.vars)
+    return self._prg(*[x._buf for x in rawbufs], global_size=tuple(global_size), local_size=tuple(local_size) if local_size else None,
+                     vals=vals, wait=wait)
+
+class BufferCopy(Runner):
+  def __init__(self, total_sz:int, dest_device:str, src_device:str):
+    name = f"{type(self).__name__[6:].lower()} {total_sz:8d}, {dest_device[:7]:>7s} <- {src_device[:7]:7s}"
+    super().__init__(colored(name, "yellow"), dest_device, Estimates(lds=total_sz, mem=total_sz))
+  def copy(self, dest:Buffer, src:Buffer):
+    # through host memory; zero-copy views where the allocators allow it
+    if hasattr(src.allocator, "_as_buffer"): dest.copyin(src.as_buffer(allow_zero_copy=True))
+    elif hasattr(dest.allocator, "_as_buffer"): src.copyout(dest.as_buffer(allow_zero_copy=True, force_zero_copy=True))
+    else:
+      mv = memoryview(bytearray(src.nbytes))
+      src.copyout(mv)
+      dest.copyin(mv)
+  def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None:
+    dest, src = rawbufs[0:2]
+    if dest.size != src.size or dest.dtype != src.dtype: raise ValueError(f"copy of {src.size} {src.dtype} into {dest.size} {dest.dtype}")
+    st = time.perf_counter()
+    self.copy(dest, src)
+    if wait:
+      Device[dest.device].synchronize()
+      return time.perf_counter() - st
+    return None
+
+method_cache: dict[tuple[str, UOp], CompiledRunner] = {}
+def get_runner(device:str, ast:UOp) -> CompiledRunner:
+  # UOps are hash-consed, so the same kernel (shape, dtypes, ops) is the same key: it compiles once per process
+  if (ret := method_cache.get(key := (device, ast))) is not None: return ret
+  method_cache[key] = ret = CompiledRunner(get_program(ast, Device[device].renderer))
+  return ret
+
+# ***** running *****
+
+@dataclass
+class ExecItem:
+  prg: Runner
+  bufs: list[Buffer|None]
+  metadata: tuple[Metadata, ...]|None = None
+  fixedvars: dict[UOp, int] = field(default_factory=dict)
+  def run(self, _var_vals:dict[UOp, int]|None=None, wait=False, jit=False, do_update_stats=True) -> float|None:
+    var_vals = self.fixedvars if _var_vals is None else {**_var_vals, **self.fixedvars}
+    bufs = [x.ensure_allocated() for x in self.bufs if x is not None]
+    et = self.prg(bufs, var_vals, wait=wait or DEBUG >= 2)
+    if do_update_stats:
+      GlobalCounters.kernel_count += 1
+      op_est = sym_infer(self.prg.estimates.ops, var_vals)
+      mem_est = sym_infer(self.prg.estimates.mem, var_vals)
+      GlobalCounters.global_ops += op_est
+      GlobalCounters.global_mem += mem_est
+      if et is not None: GlobalCounters.time_sum_s += et
+      if DEBUG >= 2:
+        ptm = colored(f"{et*1e3:9.2f}ms", "yellow" if et > 0.01 else None) if et is not None else ""
+        shape = self.prg.p.ast.arg.name if isinstance(self.prg, CompiledRunner) and self.prg.p.ast.arg is not None else ""
+        print(f"{colored(f'*** {self.prg.device[:7]:7s} {GlobalCounters.kernel_count:4d}', 'magenta' if jit else ('green' if self.prg.device != 'DISK' else None))}"
+              f" {self.prg.display_name+' '*(41-ansilen(self.prg.display_name))} arg {len(bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB " +
+              (f"tm {ptm}/{GlobalCounters.time_sum_s*1e3:9.2f}ms ({op_est/((et or 1e-20)*1e9):9.2f} GFLOPS {mem_est/((et or 1e-20)*1e9):6.1f} GB/s)"
+               if et is not None else "") + f" {shape}")
+    return et
+
+def lower_schedule_item(si:ScheduleItem) -> ExecItem:
+  if si.ast.op is Ops.COPY:
+    return ExecItem(BufferCopy(si.bufs[0].nbytes, si.bufs[0].device, si.bufs[1].device), list(si.bufs), si.metadata)
+  runner = get_runner(si.bufs[0].device, si.ast)
+  # the kernel's arguments are the buffers its globals name, in their order
+  return ExecItem(runner, [si.bufs[i] for i in runner.p.globals], si.metadata, dict(si.var_vals))
+
+def lower_schedule(schedule:list[ScheduleItem]) -> Generator[tuple[ScheduleItem, ExecItem], None, None]:
+  while schedule:
+    si = schedule.pop(0)
+    try: yield (si, lower_schedule_item(si))
+    except Exception as e:
+      if DEBUG >= 2: print(f"error lowering {si.ast.op}: {e}")
+      raise
+
+# while a TinyJit captures, every ExecItem run is appended to the innermost list here
+capturing: list[list[ExecItem]] = []
+
+def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None, do_update_stats=True):
+  for _, ei in lower_schedule(list(schedule)):
+    if capturing: capturing[-1].append(ei)
+    ei.run(var_vals or {}, do_update_stats=do_update_stats)
+

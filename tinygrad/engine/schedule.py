@@ -1,0 +1,82 @@
+from __future__ import annotations
+from dataclasses import dataclass, field
+from typing import Any
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, graph_rewrite_map
+from tinygrad.helpers import DEBUG, Metadata
+from tinygrad.schedule.grouper import group_realizes, early_cleanup
+from tinygrad.schedule.kernelize import KernelBuilder
+
+@dataclass(frozen=True)
+class ScheduleItem:
+  ast: UOp                        # a kernel AST (SINK) or a COPY
+  bufs: tuple[Any, ...]           # Buffers, in DEFINE_GLOBAL order (the output first)
+  metadata: tuple[Metadata, ...] = ()
+  var_vals: dict[UOp, int] = field(default_factory=dict)
+
+def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, int], dict[UOp, UOp]]:
+  """Cut the tensor graph under sink into kernels. Returns (schedule, var_vals, becomes_map): becomes_map maps the realized
+  nodes of the original graph to the buffers (with views) that hold them afterwards."""
+  cmap = graph_rewrite_map(sink, early_cleanup)
+  clean = cmap[sink]
+  realizes = group_realizes(clean)
+  # a buffer for every kernel output: ASSIGN writes into its target, the rest get new buffers
+  buffer_of: dict[UOp, UOp] = {}
+  replacement: dict[UOp, UOp] = {}
+  for r in realizes:
+    if r.op is Ops.ASSIGN:
+      buffer_of[r], replacement[r] = r.src[0].buf_uop, r.src[0]
+    else:
+      buffer_of[r] = buf = UOp.new_buffer(r.device, r.size, r.dtype)  # type: ignore[arg-type]
+      replacement[r] = buf.reshape(r.shape)
+
+  items: list[ScheduleItem] = []
+  deps: list[set[int]] = []
+  producer: dict[UOp, int] = {}
+  var_vals: dict[UOp, int] = {}
+  assign_targets: dict[int, UOp] = {}
+  readers_of_buf: dict[UOp, set[int]] = {}
+  for r in realizes:
+    if r.op is Ops.COPY:
+      src = r.src[0]
+      src_buf = buffer_of[src] if src in buffer_of else src.buf_uop
+      items.append(ScheduleItem(UOp(Ops.COPY, r.dtype, (src_buf, r.src[1]), r.size), (buffer_of[r].buffer, src_buf.buffer)))
+      deps.append({producer[src]} if src in producer else set())
+      if src not in buffer_of: readers_of_buf.setdefault(src_buf, set()).add(len(items)-1)
+    else:
+      kb = KernelBuilder(r, buffer_of)
+      ast = kb.build()
+      var_vals.update(kb.var_vals)
+      items.append(ScheduleItem(ast, tuple(b.buffer for b in kb.bufs), var_vals=kb.var_vals))
+      deps.append({producer[n] for n in kb.reads_nodes})
+      for b in kb.reads_bufs: readers_of_buf.setdefault(b, set()).add(len(items)-1)
+      if r.op is Ops.ASSIGN: assign_targets[len(items)-1] = buffer_of[r]
+    producer[r] = len(items)-1
+  # a kernel that reads a buffer's old contents runs before the ASSIGN that overwrites it
+  for ai, target in assign_targets.items():
+    for reader in readers_of_buf.get(target, set()):
+      if reader != ai: deps[ai].add(reader)
+  order = _toposort_items(deps)
+  if DEBUG >= 3: print(f"scheduled {len(items)} items")
+  becomes_map = {orig: replacement[new] for orig, new in cmap.items() if new in replacement}
+  return [items[i] for i in order], var_vals, becomes_map
+
+def _toposort_items(deps:list[set[int]]) -> list[int]:
+  state = [0]*len(deps)   # 0 new, 1 in progress, 2 done
+  order: list[int] = []
+  for start in range(len(deps)):
+    stack = [(start, False)]
+    while stack:
+      i, done = stack.pop()
+      if done:
+        state[i] = 2
+        order.append(i)
+        continue
+      if state[i] == 2: continue
+      if state[i] == 1: raise RuntimeError("cycle in the schedule: an ASSIGN target is read after it is written in the same realize")
+      state[i] = 1
+      stack.append((i, True))
+      for d in sorted(deps[i], reverse=True):
+        if state[d] == 1: raise RuntimeError("cycle in the schedule: an ASSIGN target is read after it is written in the same realize")
+        if state[d] == 0: stack.append((d, False))
+  return order

@@ -1,0 +1,88 @@
+from __future__ import annotations
+import functools
+from dataclasses import dataclass, field
+from typing import Callable, Any
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, PatternMatcher, sym_infer, sint
+
+@dataclass(frozen=True)
+class Estimates:
+  ops: sint = 0   # ALU operations
+  lds: sint = 0   # bytes loaded
+  mem: sint = 0   # bytes of the buffers touched
+  def __add__(self, o:Estimates) -> Estimates: return Estimates(self.ops + o.ops, self.lds + o.lds, self.mem + o.mem)
+  @staticmethod
+  def from_uops(uops:list[UOp], ignore_indexing=False) -> Estimates:
+    # count ALU ops and loaded bytes, multiplying by the trip counts of the enclosing loops
+    from tinygrad.uop import GroupOp
+    from tinygrad.dtype import PtrDType
+    flops: sint = 0
+    lds: sint = 0
+    mults: sint = 1
+    mult_stack: list[sint] = []
+    dont_count: set[UOp] = set()
+    if ignore_indexing:
+      for u in uops:
+        if u.op in (Ops.LOAD, Ops.STORE):
+          idx = u.src[0]
+          dont_count |= set(idx.src[1].toposort()) if idx.op is Ops.INDEX and len(idx.src) > 1 else set()
+          if idx.op is Ops.INDEX and len(idx.src) > 2: dont_count |= set(idx.src[2].toposort())
+        elif u.op is Ops.IF: dont_count |= set(u.src[0].toposort())
+    for u in uops:
+      if u.op is Ops.RANGE:
+        mult_stack.append(mults)
+        mults = mults * (u.src[0].ssimplify() if isinstance(u.src[0], UOp) else u.src[0])
+      elif u.op is Ops.ENDRANGE: mults = mult_stack.pop(-1)
+      elif u.op is Ops.SPECIAL: mults = mults * (u.arg[1] if isinstance(u.arg[1], int) else u.arg[1])
+      elif u.op in (Ops.LOAD, Ops.STORE):
+        buf = u.src[0].src[0] if u.src[0].op is Ops.INDEX else u.src[0]
+        if isinstance(buf.dtype, PtrDType) and not buf.dtype.local: lds = lds + (u.dtype if u.op is Ops.LOAD else u.src[1].dtype).itemsize * mults
+      elif u.op in GroupOp.ALU and u not in dont_count: flops = flops + (mults * (2 if u.op is Ops.MULACC else 1)) * u.dtype.count
+    return Estimates(flops, lds, lds)
+
+@dataclass
+class ProgramSpec:
+  name: str
+  src: str
+  device: str
+  ast: UOp                                  # the kernel AST it was made from
+  uops: list[UOp]|None = None               # the linear program
+  global_size: list[int]|None = None
+  local_size: list[int]|None = None
+  vars: list[UOp] = field(default_factory=list)
+  globals: list[int] = field(default_factory=list)
+  outs: list[int] = field(default_factory=list)
+  ins: list[int] = field(default_factory=list)
+  estimates: Estimates = field(default_factory=Estimates)
+  applied_opts: tuple = ()
+  @property
+  def function_name(self) -> str: return self.name
+  def launch_dims(self, var_vals:dict[UOp, int]) -> tuple[list[int], list[int]|None]:
+    global_size = [int(sym_infer(s, var_vals)) for s in self.global_size] if self.global_size is not None else [1, 1, 1]
+    local_size = [int(sym_infer(s, var_vals)) for s in self.local_size] if self.local_size is not None else None
+    return global_size, local_size
+
+class Renderer:
+  """What a device's code generator supports, and how it prints a linear program."""
+  device: str = ""
+  suffix: str = ""
+  supports_float4: bool = True
+  has_local: bool = True       # threads in workgroups (GPUs); False: global axes are plain loops
+  has_shared: bool = True
+  has_threads: bool = False    # CPU: the outermost global axis may be split across a thread pool
+  global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
+  local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
+  shared_max: int = 32768
+  tensor_cores: list = []
+  # ops the device computes natively; the rest are decomposed before rendering
+  code_for_op: dict[Ops, Callable] = {}
+  # device-specific rewrites applied to the lowered graph before linearizing
+  extra_matcher: PatternMatcher|None = None
+  pre_matcher: PatternMatcher|None = None
+  def __reduce__(self): return self.__class__, ()
+  def render(self, name:str, uops:list[UOp]) -> str: raise NotImplementedError("needs a renderer")
+  @functools.cached_property
+  def supported_ops(self) -> set[Ops]: return set(self.code_for_op)
+  def __repr__(self): return f"{type(self).__name__}()"
+  def vector_widths(self, dtype:Any) -> tuple[int, ...]: return (1,)
+

@@ -1,0 +1,95 @@
+from __future__ import annotations
+import ctypes, functools, hashlib, os, pathlib, platform, shlex, shutil, subprocess, tempfile, threading, time
+from concurrent.futures import ThreadPoolExecutor
+from tinygrad.device import Compiled, CompileError, Compiler, MallocAllocator
+from tinygrad.helpers import CPU_THREADS, cpu_objdump, temp
+
+# IEEE semantics are kept (no -ffast-math); -fno-math-errno only lets sqrt and friends compile to single instructions
+CFLAGS = ("-x", "c", "-std=gnu11", "-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno")
+
+def find_cc() -> list[str]|None:
+  """The C compiler command: $CC (may carry arguments) if set, else clang, else gcc. None if there is none."""
+  for cand in ([os.environ["CC"]] if os.environ.get("CC") else []) + ["clang", "gcc"]:
+    if (args := shlex.split(cand)) and shutil.which(args[0]) is not None: return args
+  return None
+
+@functools.cache
+def _cc_version(cc:tuple[str, ...]) -> str:
+  try: return subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+  except (OSError, subprocess.SubprocessError): return ""
+
+def _numbered(src:str) -> str: return "\n".join(f"{i:4d} {line}" for i,line in enumerate(src.splitlines(), 1))
+
+class CPUCompiler(Compiler):
+  """Compiles C source to a shared object with clang or gcc and returns the object's bytes."""
+  def __init__(self, cachekey:str|None=None):
+    self.cc = find_cc()
+    if self.cc is not None and cachekey is None:
+      # a different compiler, version, flags or machine must never reuse these binaries
+      ident = "\0".join([*self.cc, _cc_version(tuple(self.cc)), *CFLAGS, platform.machine()])
+      cachekey = f"compile_cpu_{pathlib.Path(self.cc[0]).name}_{hashlib.sha256(ident.encode()).hexdigest()[:16]}"
+    super().__init__(cachekey)
+  def compile(self, src:str) -> bytes:
+    if self.cc is None: raise CompileError("no C compiler found for the CPU device: install clang or gcc, or point $CC at one")
+    with tempfile.TemporaryDirectory(prefix="tinygrad_cpu_") as tmp:
+      out = pathlib.Path(tmp)/"kernel.so"
+      try: ret = subprocess.run([*self.cc, *CFLAGS, "-", "-o", str(out), "-lm"], input=src.encode(), capture_output=True)
+      except OSError as e: raise CompileError(f"could not run {' '.join(self.cc)}: {e}") from e
+      if ret.returncode != 0:
+        raise CompileError(f"{' '.join(self.cc)} failed with exit code {ret.returncode}:\n{ret.stderr.decode(errors='replace')}\n"
+                           f"source:\n{_numbered(src)}")
+      return out.read_bytes()
+  def disassemble(self, lib:bytes) -> None: cpu_objdump(lib)
+ClangJITCompiler = CPUCompiler
+
+_pool: ThreadPoolExecutor|None = None
+_pool_size = 0
+def _get_pool() -> ThreadPoolExecutor:
+  global _pool, _pool_size
+  # recreated when CPU_THREADS changes (e.g. inside a Context)
+  n = CPU_THREADS.value or os.cpu_count() or 1
+  if _pool is None or _pool_size != n:
+    if _pool is not None: _pool.shutdown(wait=False)
+    _pool, _pool_size = ThreadPoolExecutor(max_workers=n, thread_name_prefix="tinygrad_cpu"), n
+  return _pool
+
+class CPUProgram:
+  """A kernel in a shared object. Called with the allocator's ctypes buffers, then the int32 variable values.
+
+  When global_size[0] > 1 the kernel takes one more trailing `int core_id` argument and is launched global_size[0] times,
+  once per core_id, on a thread pool. ctypes drops the GIL during the foreign call, so the threads really run in parallel."""
+  def __init__(self, name:str, lib:bytes):
+    self.name, self.lib = name, lib
+    path = pathlib.Path(temp(f"tinygrad_cpu_{hashlib.sha256(lib).hexdigest()[:32]}.so"))
+    if not path.is_file():
+      # write then rename: another process loading the same kernel never sees a half written file
+      tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+      tmp.write_bytes(lib)
+      os.replace(tmp, path)
+    self.handle = ctypes.CDLL(str(path))
+    try: self.fxn = getattr(self.handle, name)
+    except AttributeError as e: raise RuntimeError(f"function {name!r} not found in the compiled kernel") from e
+    self._nargs = -1
+  def __call__(self, *bufs, global_size:tuple[int,int,int]|None=(1,1,1), local_size:tuple[int,int,int]|None=(1,1,1), vals:tuple[int, ...]=(),
+               wait:bool=False) -> float|None:
+    threads = global_size[0] if global_size is not None else 1
+    # argtypes are set once: with them ctypes converts arguments in C, which keeps the launch cheap
+    if self._nargs != (nargs := len(bufs) + len(vals) + (threads > 1)):
+      self.fxn.argtypes, self._nargs = [ctypes.c_void_p]*len(bufs) + [ctypes.c_int]*(nargs - len(bufs)), nargs
+    st = time.perf_counter() if wait else 0.0
+    if threads > 1:
+      # waking a worker costs more than a call, so each worker takes every nworkers-th core_id, and the calling thread takes a share too
+      pool, fxn = _get_pool(), self.fxn
+      nworkers = min(threads, _pool_size)
+      def run(start:int) -> None:
+        for i in range(start, threads, nworkers): fxn(*bufs, *vals, i)
+      futures = [pool.submit(run, w) for w in range(1, nworkers)]
+      run(0)
+      for f in futures: f.result()
+    else: self.fxn(*bufs, *vals)
+    return time.perf_counter() - st if wait else None
+
+class CPUDevice(Compiled):
+  def __init__(self, device:str):
+    from tinygrad.renderer.cstyle import ClangRenderer
+    super().__init__(device, MallocAllocator, ClangRenderer(), CPUCompiler(), CPUProgram)

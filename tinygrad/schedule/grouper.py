@@ -1,0 +1,86 @@
+# which nodes of a tensor graph become buffers: everything else fuses into the kernels that read it
+from __future__ import annotations
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
+
+# graph cleanups before grouping: autograd markers are no-ops here, and movement chains on consts collapse
+def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
+  # CONTIGUOUS of a view that already is a whole contiguous buffer needs no kernel
+  return x if x.base.op is Ops.BUFFER and x.st is not None and x.st.contiguous and x.size == x.base.size else None
+
+early_cleanup = PatternMatcher([
+  (UPat((Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE), name="x"), lambda x: x.src[0]),
+  (UPat(Ops.CONTIGUOUS, src=(UPat.var("x"),), name="c"), _contiguous_of_buffer),
+  # a copy to the device it is already on is the value itself
+  (UPat(Ops.COPY, src=(UPat.var("x"), UPat(Ops.DEVICE, name="d"))), lambda x, d: x if x.device == d.arg else None),
+])
+
+def is_leaf(u:UOp) -> bool:
+  # nodes a kernel reads without computing: buffers, consts, symbolic values
+  return u.op in (Ops.BUFFER, Ops.CONST, Ops.VCONST, Ops.DEFINE_VAR, Ops.BIND, Ops.DEVICE, Ops.UNIQUE)
+
+def needs_kernel(u:UOp) -> bool: return not is_leaf(u.base) and u.base.op not in (Ops.SINK,)
+
+def group_realizes(sink:UOp) -> dict[UOp, None]:
+  """The nodes of the tensor graph under sink that become buffers (kernel outputs), in topological order."""
+  realizes: dict[UOp, None] = {}
+  topo = list(sink.toposort())
+  children: dict[UOp, list[UOp]] = {}
+  for u in topo:
+    for s in u.src: children.setdefault(s, []).append(u)
+  # what must be a buffer: the outputs asked for, CONTIGUOUS, COPY and its source, ASSIGN
+  for t in sink.src:
+    if needs_kernel(t): realizes[t.base] = None
+  for u in topo:
+    if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN): realizes[u] = None
+    if u.op is Ops.COPY:
+      realizes[u] = None
+      src = u.src[0]
+      if not (src.base.op is Ops.BUFFER and src.st.contiguous and src.size == src.base.size): realizes[src] = None
+  # a reduce feeds other kernels only through reshapes, and never into another reduce of the same kernel
+  for r in topo:
+    if r.op is not Ops.REDUCE_AXIS or r in realizes: continue
+    stack, seen = [r], set()
+    while stack:
+      x = stack.pop()
+      for c in children.get(x, []):
+        if c in seen: continue
+        seen.add(c)
+        if c.op in GroupOp.Movement and c.op is not Ops.RESHAPE: realizes[r] = None
+        elif c.op in GroupOp.Movement or c.op in GroupOp.ALU or c.op in (Ops.CAST, Ops.BITCAST):
+          if c not in realizes: stack.append(c)
+        elif c.op is Ops.REDUCE_AXIS: realizes[r] = None
+  # each kernel holds reduces of one shape only, and a reduce read by two kernels is computed once
+  while True:
+    reduce_owner: dict[UOp, UOp] = {}
+    changed = False
+    for root in list(realizes):
+      found: list[UOp] = []
+      start = root.src[1] if root.op is Ops.ASSIGN else root.src[0] if root.op in (Ops.CONTIGUOUS, Ops.COPY) else root
+      if root.op is Ops.COPY: continue
+      for x in kernel_body(start, realizes):
+        if x.op is Ops.REDUCE_AXIS: found.append(x)
+      for x in found:
+        if (owner := reduce_owner.setdefault(x, root)) is not root or (found[0].src[0].shape, found[0].arg[1]) != (x.src[0].shape, x.arg[1]):
+          if x not in realizes:
+            realizes[x] = None
+            changed = True
+    if not changed: break
+  order = {u: i for i, u in enumerate(topo)}
+  return dict.fromkeys(sorted(realizes, key=lambda u: order.get(u, -1)))
+
+def kernel_body(start:UOp, realizes:dict[UOp, None]) -> list[UOp]:
+  # the nodes a kernel computing `start` contains: everything under it down to buffers and other kernels' outputs
+  out: list[UOp] = []
+  seen: set[UOp] = set()
+  stack = [start]
+  while stack:
+    x = stack.pop()
+    if x in seen: continue
+    seen.add(x)
+    out.append(x)
+    if is_leaf(x): continue
+    stack.extend(s for s in x.src if s not in realizes and s.op is not Ops.DEVICE)
+  return out
+
+def cleanup(sink:UOp) -> UOp: return graph_rewrite(sink, early_cleanup)

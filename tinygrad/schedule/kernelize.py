@@ -1,0 +1,97 @@
+# turn one group of the tensor graph into a kernel AST: SINK(STORE(DEFINE_GLOBAL, VIEW, value)) (docs/ir.md stage 2)
+from __future__ import annotations
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
+from tinygrad.shape.shapetracker import ShapeTracker
+from tinygrad.schedule.grouper import kernel_body
+
+def _masked(st:ShapeTracker) -> bool: return any(v.mask is not None for v in st.views)
+
+class KernelBuilder:
+  """Builds the AST of the kernel that computes `root`. Views are pushed down to the loads: a node is always built together with
+  the ShapeTracker that maps the kernel's index space onto that node's elements, so movement ops cost no kernel."""
+  def __init__(self, root:UOp, buffer_of:dict[UOp, UOp]):
+    self.root, self.buffer_of = root, buffer_of
+    self.bufs: list[UOp] = []                 # BUFFER uops in DEFINE_GLOBAL order, the output first
+    self.globals: dict[UOp, UOp] = {}
+    self.var_vals: dict[UOp, int] = {}
+    self.reads_nodes: set[UOp] = set()        # realized nodes read (kernels this one depends on)
+    self.reads_bufs: set[UOp] = set()         # BUFFERs read directly, not through a kernel of this schedule
+
+  def define_global(self, buf:UOp) -> UOp:
+    if buf not in self.globals:
+      self.globals[buf] = UOp(Ops.DEFINE_GLOBAL, buf.dtype.ptr(buf.size), (), len(self.bufs))
+      self.bufs.append(buf)
+    return self.globals[buf]
+
+  def view(self, st:ShapeTracker) -> UOp:
+    st, var_vals = st.simplify().unbind()
+    self.var_vals.update(var_vals)
+    return st.to_uop()
+
+  def build(self) -> UOp:
+    root = self.root
+    value = root.src[1] if root.op is Ops.ASSIGN else root.src[0] if root.op is Ops.CONTIGUOUS else root
+    out_buf = self.buffer_of[root]
+    out_st = root.src[0].st if root.op is Ops.ASSIGN else ShapeTracker.from_shape(root.shape)
+    # a fused reduce sets the kernel's index space: its output shape, which the output's shape reshapes into
+    reduces = [x for x in kernel_body(value, {k: None for k in self.buffer_of if k is not root}) if x.op is Ops.REDUCE_AXIS]
+    kshape = reduces[0].shape if reduces else root.shape
+    top_st = ShapeTracker.from_shape(root.shape)
+    if kshape != root.shape: out_st, top_st = out_st.reshape(kshape), top_st.reshape(kshape)
+    dg = self.define_global(out_buf)
+    val = self.build_value(value, top_st)
+    return UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (dg, self.view(out_st), val)),))
+
+  def leaf(self, x:UOp, st:ShapeTracker) -> UOp|None:
+    if x in self.buffer_of and x is not self.root:
+      self.reads_nodes.add(x)
+      return UOp(Ops.LOAD, x.dtype, (self.define_global(self.buffer_of[x]), self.view(st)))
+    if x.op is Ops.BUFFER:
+      self.reads_bufs.add(x)
+      return UOp(Ops.LOAD, x.dtype, (self.define_global(x), self.view(st)))
+    if x.op in (Ops.CONST, Ops.VCONST): return UOp(x.op, x.dtype, (self.view(st),), x.arg)
+    if x.op is Ops.BIND:
+      var, val = x.unbind()
+      self.var_vals[var] = val
+      return var
+    if x.op is Ops.DEFINE_VAR: return x
+    return None
+
+  def children(self, x:UOp, st:ShapeTracker) -> list[tuple[UOp, ShapeTracker]]:
+    if x.op in GroupOp.Movement:
+      src = x.src[0]
+      return [(src, getattr(ShapeTracker.from_shape(src.shape), x.op.name.lower())(x.arg) + st)]
+    if x.op is Ops.REDUCE_AXIS:
+      if not (sst := st.simplify()).contiguous or sst.shape != x.shape:
+        raise RuntimeError(f"internal: reduce {x.shape} reached through a view {st}; the grouper should have realized it")
+      return [(x.src[0], ShapeTracker.from_shape(x.src[0].shape))]
+    if x.op in GroupOp.ALU or x.op in (Ops.CAST, Ops.BITCAST): return [(s, st) for s in x.src]
+    raise RuntimeError(f"can't put {x.op} in a kernel")
+
+  def build_value(self, start:UOp, start_st:ShapeTracker) -> UOp:
+    # iterative post-order over (node, view) pairs, so a 10,000-op chain needs no recursion
+    memo: dict[tuple[UOp, ShapeTracker], UOp] = {}
+    stack: list[tuple[UOp, ShapeTracker, bool]] = [(start, start_st, False)]
+    while stack:
+      x, st, ready = stack.pop()
+      if (x, st) in memo: continue
+      if (lf := self.leaf(x, st)) is not None:
+        memo[(x, st)] = lf
+        continue
+      kids = self.children(x, st)
+      if not ready:
+        stack.append((x, st, True))
+        stack.extend((k, kst, False) for k, kst in reversed(kids) if (k, kst) not in memo)
+        continue
+      srcs = [memo[k] for k in kids]
+      if x.op in GroupOp.Movement:
+        (src, sst), ret = kids[0], srcs[0]
+        # padding a computed value: where the view is masked the result is 0, whatever the op gives on the padding
+        if _masked(sst) and src.op not in (Ops.BUFFER, Ops.CONST, Ops.VCONST) and src.op not in GroupOp.Movement and src not in self.buffer_of:
+          zero = UOp(Ops.CONST, x.dtype, (self.view(ShapeTracker.from_shape(sst.shape)),), 0 if x.dtype != dtypes.bool else False)
+          ret = UOp(Ops.WHERE, x.dtype, (UOp(Ops.VALID, dtypes.bool, (self.view(sst),)), ret, zero))
+        memo[(x, st)] = ret
+      else: memo[(x, st)] = UOp(x.op, x.dtype, tuple(srcs), x.arg)
+    return memo[(start, start_st)]
