@@ -97,8 +97,8 @@ def _from_numpy(data:Any, dtype:DType|None, device:str) -> UOp:
   arr = np.asarray(data)
   if dtype is None: dtype = _from_np_dtype(arr.dtype)
   if dtype.fmt is None: return _buffer_uop(_pack(arr.reshape(-1).tolist(), dtype), arr.shape, dtype, device)
-  arr = np.ascontiguousarray(arr.astype(_to_np_dtype(dtype), copy=False))
-  return _buffer_uop(arr.tobytes(), arr.shape, dtype, device)
+  # tobytes is row-major whatever the strides (ascontiguousarray would turn a 0-d array into 1-d)
+  return _buffer_uop(arr.astype(_to_np_dtype(dtype), copy=False).tobytes(), arr.shape, dtype, device)
 
 def _broadcast_shape(what:str, *shapes:tuple[sint, ...]) -> tuple[sint, ...]:
   # numpy rules: align on the right, every dim equal or 1
@@ -371,9 +371,8 @@ class Tensor(MathTrait):
   def alu(self, op:Ops, *src:Any) -> Tensor:
     if not src: return Tensor(self.uop.alu(op))
     if len(src) == 1:
-      x, y = self._broadcasted(src[0], what=_OP_NAMES.get(op, op.name.lower()))
-      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(x.dtype):
-        raise TypeError(f"{op.name.lower()} needs int or bool tensors, got {x.dtype}")
+      x, y = self._broadcasted(src[0], what=(name := _OP_NAMES.get(op, op.name.lower())))
+      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(x.dtype): raise TypeError(f"{name} needs int or bool tensors, got {x.dtype}")
       return Tensor(x.uop.alu(op, y.uop))
     if op is not Ops.WHERE or len(src) != 2: raise ValueError(f"unexpected {op} with {len(src)+1} operands")
     x, y = src[0]._broadcasted(src[1], what="where") if isinstance(src[0], Tensor) else self.ufix(src[1])._broadcasted(src[0], True, "where")
@@ -464,10 +463,10 @@ class Tensor(MathTrait):
 
   def pow(self, x:Any, reverse:bool=False) -> Tensor:
     """self ** x. Int ** int stays int (exact); negative bases with whole exponents keep their sign, other negative bases give nan."""
-    if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) and x == int(x) and abs(x) <= 64:
+    if not reverse and (type(x) is int or (isinstance(x, float) and x.is_integer())) and abs(x) <= 64:
       base = self._to_float() if isinstance(x, float) else self
       if base.dtype == dtypes.bool: base = base.cast(dtypes.default_int)
-      if x < 0 and not dtypes.is_float(base.dtype): return base._int_pow(Tensor(int(x), base.device, base.dtype)._broadcast_to(base.shape))
+      if x < 0 and not dtypes.is_float(base.dtype): return base._int_pow(base.ufix(int(x))._broadcast_to(base.shape))
       ret = base._square_multiply(abs(int(x)))
       return ret.reciprocal() if x < 0 else ret
     a, b = self._broadcasted(x, reverse, "pow")

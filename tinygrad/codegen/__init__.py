@@ -6,6 +6,7 @@ from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
 from tinygrad.helpers import TRANSCENDENTAL
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.lowerer import lower
+from tinygrad.codegen.expander import expand
 from tinygrad.codegen.linearize import pm_reduce_to_acc, linearize
 
 def _drop_true_gate(buf:UOp, idx:UOp, gate:UOp) -> UOp|None: return buf.index(idx) if gate.op is Ops.CONST and gate.arg is True else None
@@ -20,7 +21,7 @@ pm_cleanup_gates = PatternMatcher([
 def full_rewrite_to_sink(ast:UOp, opts:Renderer) -> UOp:
   from tinygrad.uop.symbolic import sym
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
-  sink = lower(ast, opts)
+  sink = expand(lower(ast, opts))
   sink = graph_rewrite(sink, sym + pm_cleanup_gates)
   supported = set(opts.code_for_op) if opts.code_for_op else set()
   sink = graph_rewrite(sink, sym + get_late_rewrite_patterns(supported, TRANSCENDENTAL >= 2))

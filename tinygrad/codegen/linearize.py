@@ -36,11 +36,12 @@ def linearize(sink:UOp) -> list[UOp]:
       if s.op is Ops.ASSIGN and u.op is not Ops.ASSIGN:
         rs |= ranges_of[s] - set(s.src[0].src[1:])
         post = True
-      elif s.op is Ops.DEFINE_ACC: pass
       else:
         rs |= ranges_of[s]
         post |= after_loop[s]
     if u.op is Ops.RANGE: rs.add(u)
+    # an accumulator lives inside every loop that is open where it is declared: one per output element
+    if u.op is Ops.DEFINE_ACC: rs = set(all_ranges[:min(pos[r] for r in u.src[1:])])
     ranges_of[u] = frozenset(rs)
     after_loop[u] = post
     if u.op is Ops.DEFINE_ACC: depth[u] = min(pos[r] for r in u.src[1:])

@@ -55,17 +55,22 @@ def needs_int64(ast:UOp, full_shape:tuple[sint, ...]) -> bool:
   return False
 
 def get_index(ast:UOp, opts:Renderer) -> LowererContext:
-  from tinygrad.opt.kernel import KernelInfo
-  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+  from tinygrad.opt.kernel import KernelInfo, AxisType
   full_shape = ast.full_shape
+  info = ast.arg if isinstance(ast.arg, KernelInfo) and len(ast.arg.axis_types) == len(full_shape) else None
+  axis_types = info.axis_types if info is not None else tuple(AxisType.GLOBAL for _ in full_shape)
   idx_dtype = dtypes.int64 if needs_int64(ast, full_shape) else dtypes.int32
   idxs: list[UOp] = []
-  n_global = info.global_dims
-  # on devices with threads the last (up to three) global axes are thread ids, gidx0 being the innermost; the rest are loops
-  special_axes = list(range(max(0, n_global-3), n_global)) if opts.has_local else []
-  for i, s in enumerate(full_shape):
-    if i in special_axes:
-      idxs.append(UOp(Ops.SPECIAL, idx_dtype, (), (f"gidx{n_global-1-i}", s)))
+  global_axes = [i for i, t in enumerate(axis_types) if t is AxisType.GLOBAL]
+  local_axes = [i for i, t in enumerate(axis_types) if t is AxisType.LOCAL]
+  # on devices with threads the last (up to three) global axes are workgroup ids, gidx0 the innermost; the rest stay loops
+  special = {a: f"gidx{len(global_axes)-1-j}" for j, a in enumerate(global_axes) if opts.has_local and j >= len(global_axes)-3}
+  special.update({a: f"lidx{len(local_axes)-1-j}" for j, a in enumerate(local_axes) if j >= len(local_axes)-3})
+  for i, (s, t) in enumerate(zip(full_shape, axis_types)):
+    if t is AxisType.THREAD: idxs.append(UOp(Ops.SPECIAL, idx_dtype, (), ("core_id", s)))
+    elif i in special: idxs.append(UOp(Ops.SPECIAL, idx_dtype, (), (special[i], s)))
+    # register axes: a placeholder per lane, expanded into copies of the graph by the expander
+    elif t in (AxisType.UPCAST, AxisType.UNROLL): idxs.append(UOp(Ops.UNROLL, idx_dtype, (), (i, s)))
     else: idxs.append(UOp.range(idx_dtype, s, i))
   return LowererContext(idxs, idx_dtype)
 

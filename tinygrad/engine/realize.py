@@ -31,7 +31,8 @@ def get_program(ast:UOp, renderer:Renderer, opts:list|None=None) -> ProgramSpec:
   global_size: list[sint] = [1, 1, 1]
   local_size: list[sint] = [1, 1, 1]
   for u in uops:
-    if u.op is Ops.SPECIAL:
+    if u.op is Ops.SPECIAL and u.arg[0] == "core_id": global_size[0] = u.arg[1]   # CPU: one call per thread of the pool
+    elif u.op is Ops.SPECIAL:
       dim = int(u.arg[0][-1])
       if u.arg[0].startswith("gidx"): global_size[dim] = u.arg[1]
       elif u.arg[0].startswith("lidx"): local_size[dim] = u.arg[1]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, graph_rewrite_map
 from tinygrad.helpers import DEBUG, Metadata
 from tinygrad.schedule.grouper import group_realizes, early_cleanup
@@ -17,7 +17,7 @@ class ScheduleItem:
 def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, int], dict[UOp, UOp]]:
   """Cut the tensor graph under sink into kernels. Returns (schedule, var_vals, becomes_map): becomes_map maps the realized
   nodes of the original graph to the buffers (with views) that hold them afterwards."""
-  cmap = graph_rewrite_map(sink, early_cleanup)
+  cmap = graph_rewrite_map(sink, early_cleanup, ctx=set())
   clean = cmap[sink]
   realizes = group_realizes(clean)
   # a buffer for every kernel output: ASSIGN writes into its target, the rest get new buffers
@@ -37,18 +37,21 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   assign_targets: dict[int, UOp] = {}
   readers_of_buf: dict[UOp, set[int]] = {}
   for r in realizes:
+    if r.size == 0:   # nothing to compute: the (empty) buffer is the result
+      producer[r] = -1
+      continue
     if r.op is Ops.COPY:
       src = r.src[0]
       src_buf = buffer_of[src] if src in buffer_of else src.buf_uop
       items.append(ScheduleItem(UOp(Ops.COPY, r.dtype, (src_buf, r.src[1]), r.size), (buffer_of[r].buffer, src_buf.buffer)))
-      deps.append({producer[src]} if src in producer else set())
+      deps.append({producer[src]} if producer.get(src, -1) >= 0 else set())
       if src not in buffer_of: readers_of_buf.setdefault(src_buf, set()).add(len(items)-1)
     else:
       kb = KernelBuilder(r, buffer_of)
       ast = kb.build()
       var_vals.update(kb.var_vals)
       items.append(ScheduleItem(ast, tuple(b.buffer for b in kb.bufs), var_vals=kb.var_vals))
-      deps.append({producer[n] for n in kb.reads_nodes})
+      deps.append({producer[n] for n in kb.reads_nodes if producer[n] >= 0})
       for b in kb.reads_bufs: readers_of_buf.setdefault(b, set()).add(len(items)-1)
       if r.op is Ops.ASSIGN: assign_targets[len(items)-1] = buffer_of[r]
     producer[r] = len(items)-1
@@ -58,7 +61,11 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
       if reader != ai: deps[ai].add(reader)
   order = _toposort_items(deps)
   if DEBUG >= 3: print(f"scheduled {len(items)} items")
-  becomes_map = {orig: replacement[new] for orig, new in cmap.items() if new in replacement}
+  becomes_map: dict[UOp, UOp] = {}
+  for orig, new in cmap.items():
+    if new in replacement: becomes_map[orig] = replacement[new]
+    # a view of a realized node (cleanup may have moved it under new movement ops) becomes that view of the buffer
+    elif new.op in GroupOp.Movement and (b := new.base) in replacement: becomes_map[orig] = new.substitute({b: replacement[b]})
   return [items[i] for i in order], var_vals, becomes_map
 
 def _toposort_items(deps:list[set[int]]) -> list[int]:

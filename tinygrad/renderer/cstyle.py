@@ -312,8 +312,8 @@ class CStyleLanguage(Renderer):
     return "\n".join([*self.render_helpers(ctx, uops), head, *kernel, "}"]) + "\n"
   def render_param(self, u:UOp, nm:str, read_only:bool) -> str:
     if u.op is Ops.DEFINE_VAR: return f"{self.arg_int_prefix} {nm}" if u.dtype == dtypes.int32 else f"const {self.render_dtype(u.dtype)} {nm}"
-    dt = cast(PtrDType, u.dtype)
-    return f"{self.buffer_prefix}{'const ' if read_only and self.const_inputs else ''}{self.render_dtype(dt.base, mem=True)}*{self.buffer_restrict} {nm}"
+    const = "const " if read_only and self.const_inputs else ""
+    return f"{self.buffer_prefix}{const}{self.render_dtype(cast(PtrDType, u.dtype).base, mem=True)}*{self.buffer_restrict} {nm}"
 
   def render(self, name:str, uops:list[UOp]) -> str:
     ctx = CStyleCtx(self)
@@ -340,7 +340,8 @@ class CStyleLanguage(Renderer):
     for u in uops:
       if u in ctx.r: continue
       if u.op in (Ops.ENDRANGE, Ops.ENDIF): depth -= 1
-      if (s := cast(str|None, self.string_rewrite.rewrite(u, ctx=ctx))) is None: raise NotImplementedError(f"{type(self).__name__} can't render {u.op}")
+      if (s := cast(str|None, self.string_rewrite.rewrite(u, ctx=ctx))) is None:
+        raise NotImplementedError(f"{type(self).__name__} can't render {u.op}")
       if u.op in _STATEMENT_OPS:
         if s: kernel.append("  "*depth + s)
       elif u in inline or u.op in _ALWAYS_INLINE or isinstance(u.dtype, PtrDType) or (u.op is Ops.GEP and len(u.arg) == 1):
@@ -425,8 +426,8 @@ class ClangRenderer(CStyleLanguage):
     vecs = {self.value_dtype(d) for u in uops for d in (u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype,) if d.count > 1}
     for dt in sorted(vecs):
       # vector_size (not ext_vector_type) so gcc compiles it too; aligned to the element so any element address can be cast to it
-      base = "unsigned char" if dt.scalar() == dtypes.bool else self.render_dtype(dt.scalar())
-      ret.append(f"typedef {base} {dt.name} __attribute__((aligned({dt.scalar().itemsize}), vector_size({_next_pow2(dt.count)*dt.scalar().itemsize})));")
+      base, sz = "unsigned char" if dt.scalar() == dtypes.bool else self.render_dtype(dt.scalar()), dt.scalar().itemsize
+      ret.append(f"typedef {base} {dt.name} __attribute__((aligned({sz}), vector_size({_next_pow2(dt.count)*sz})));")
     used = {st for u in uops for d in (u.dtype, *(s.dtype for s in u.src)) if (st := self.storage_types.get(d.base.scalar())) is not None}
     return ret + [_C_HELPERS[fn] for st in sorted(used) for fn in st[1:]]
 
@@ -468,9 +469,8 @@ class CUDARenderer(CStyleLanguage):
   # vectors CUDA has as built-in types (make_float4 ...); others are declared as structs
   _native_vec = {dtypes.float32: "float", dtypes.float64: "double", dtypes.int32: "int", dtypes.uint32: "uint", dtypes.int8: "char",
                  dtypes.uint8: "uchar", dtypes.int16: "short", dtypes.uint16: "ushort", dtypes.int64: "longlong", dtypes.uint64: "ulonglong"}
-  def vector_name(self, dt:DType) -> str:
-    if dt.scalar() in self._native_vec and dt.count in (2, 3, 4): return f"{self._native_vec[dt.scalar()]}{dt.count}"
-    return dt.name
+  def _is_native(self, dt:DType) -> bool: return dt.scalar() in self._native_vec and dt.count in (2, 3, 4)
+  def vector_name(self, dt:DType) -> str: return f"{self._native_vec[dt.scalar()]}{dt.count}" if self._is_native(dt) else dt.name
   def render_lane(self, expr:str, i:int) -> str: return f"{expr}.{'xyzwabcdefghijkl'[i]}"
   def render_vectorize(self, lanes:list[str], dt:DType) -> str: return f"make_{self.vector_name(dt)}({','.join(lanes)})"
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"tg_bitcast<{self.render_dtype(to_dt)}>({expr})"
@@ -480,7 +480,7 @@ class CUDARenderer(CStyleLanguage):
            "template <class T, class F> __device__ __forceinline__ T tg_bitcast(F v) { union { F f; T t; } u; u.f = v; return u.t; }"]
     if any(d.scalar() == dtypes.float16 for d in dts): ret.append("#include <cuda_fp16.h>")
     if any(d.scalar() == dtypes.bfloat16 for d in dts): ret.append("#include <cuda_bf16.h>")
-    for dt in sorted(d for d in dts if d.count > 1 and self.vector_name(d) == d.name):
+    for dt in sorted(d for d in dts if d.count > 1 and not self._is_native(d)):
       s, names = self.render_dtype(dt.scalar()), "xyzwabcdefghijkl"[:dt.count]
       ret.append(f"struct __align__({dt.itemsize}) {dt.name} {{ {s} {', '.join(names)}; }};")
       ret.append(f"__device__ __forceinline__ {dt.name} make_{dt.name}({', '.join(f'{s} {n}' for n in names)}) "

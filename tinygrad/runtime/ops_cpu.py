@@ -5,7 +5,7 @@ from tinygrad.device import Compiled, CompileError, Compiler, MallocAllocator
 from tinygrad.helpers import CPU_THREADS, cpu_objdump, temp
 
 # IEEE semantics are kept (no -ffast-math); -fno-math-errno only lets sqrt and friends compile to single instructions
-CFLAGS = ("-x", "c", "-std=gnu11", "-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno")
+CFLAGS = ("-x", "c", "-std=gnu11", "-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv")
 
 def find_cc() -> list[str]|None:
   """The C compiler command: $CC (may carry arguments) if set, else clang, else gcc. None if there is none."""

@@ -2,13 +2,30 @@
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
+from tinygrad.helpers import prod, all_int, ContextVar
+
+SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
 
 # graph cleanups before grouping: autograd markers are no-ops here, and movement chains on consts collapse
 def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
   # CONTIGUOUS of a view that already is a whole contiguous buffer needs no kernel
   return x if x.base.op is Ops.BUFFER and x.st is not None and x.st.contiguous and x.size == x.base.size else None
 
+def split_reduceop(ctx:set[UOp]|None, r:UOp) -> UOp|None:
+  # a big reduce with few outputs becomes two: the first has enough outputs to use every core and unroll, the second is small
+  x = r.src[0]
+  if ctx is None or r in ctx or not all_int(x.shape) or prod(r.shape) > 1024 or prod(x.shape) // max(prod(r.shape), 1) < SPLIT_REDUCE_MIN.value: return None
+  for a in r.axis_arg:
+    if (split := next((s for s in (256, 128, 64, 32, 16) if x.shape[a] % s == 0 and x.shape[a] // s >= 256), None)) is None: continue
+    xs = x.reshape(x.shape[:a] + (split, x.shape[a]//split) + x.shape[a+1:])
+    first = xs.r(r.arg[0], tuple(ax+1 if ax >= a else ax for ax in r.axis_arg))   # the split axis keeps its outer part
+    second = first.r(r.arg[0], (a,))
+    ctx.update((first, second))   # split once: the new reduces are not split again
+    return second.reshape(r.shape)
+  return None
+
 early_cleanup = PatternMatcher([
+  (UPat(Ops.REDUCE_AXIS, name="r"), split_reduceop),
   (UPat((Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE), name="x"), lambda x: x.src[0]),
   (UPat(Ops.CONTIGUOUS, src=(UPat.var("x"),), name="c"), _contiguous_of_buffer),
   # a copy to the device it is already on is the value itself

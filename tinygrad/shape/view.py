@@ -15,8 +15,14 @@ def _seq(a:sint, b:sint) -> bool:
   if a is b: return True
   if isinstance(a, int) and isinstance(b, int): return a == b
   return _is0(ssimplify(a - b))
-def _max(a:sint, b:sint) -> sint: return max(a, b) if isinstance(a, int) and isinstance(b, int) else smax(a, b)
-def _min(a:sint, b:sint) -> sint: return min(a, b) if isinstance(a, int) and isinstance(b, int) else smin(a, b)
+def _order(a:sint, b:sint) -> int|None:
+  # -1 when a <= b always, 1 when a >= b always, None when the bounds can't tell
+  if isinstance(a, int) and isinstance(b, int): return -1 if a <= b else 1
+  if isinstance(d := ssimplify(a - b), int): return -1 if d <= 0 else 1
+  return -1 if d.vmax <= 0 else 1 if d.vmin >= 0 else None
+def _max(a:sint, b:sint) -> sint: return smax(a, b) if (o := _order(a, b)) is None else (b if o < 0 else a)
+def _min(a:sint, b:sint) -> sint: return smin(a, b) if (o := _order(a, b)) is None else (a if o < 0 else b)
+def _simp(x:sint) -> sint: return ssimplify(x) if isinstance(x, UOp) else x
 def _vmax(x:sint) -> int: return x if isinstance(x, int) else int(x.vmax)
 def _vmin(x:sint) -> int: return x if isinstance(x, int) else int(x.vmin)
 def _ceildiv(a:int, b:int) -> int: return -(-a // b)
@@ -86,7 +92,7 @@ class View:
 
   @staticmethod
   def create(shape:Sequence[sint], strides:Sequence[sint]|None=None, offset:sint=0, mask:Sequence[tuple[sint, sint]]|None=None) -> View:
-    return _create(tuple(shape), None if strides is None else tuple(strides), offset, None if mask is None else tuple(tuple(m) for m in mask))  # type: ignore[misc]
+    return _create(tuple(shape), None if strides is None else tuple(strides), offset, None if mask is None else tuple(tuple(m) for m in mask))
 
   def size(self) -> int: return prod([_vmax(s) for s in self.shape])
   @property
@@ -168,12 +174,14 @@ class View:
     new_shape = tuple(new_shape)
     if len(new_shape) != len(self.shape): raise ValueError(f"expand from {self.shape} to {new_shape}: the number of dims differs")
     for s, ns in zip(self.shape, new_shape):
-      if not (_seq(s, ns) or (isinstance(s, int) and s == 1)): raise ValueError(f"expand from {self.shape} to {new_shape}: only size-1 dims can expand")
+      if not (_seq(s, ns) or (isinstance(s, int) and s == 1)):
+        raise ValueError(f"expand from {self.shape} to {new_shape}: only size-1 dims can expand")
       if isinstance(ns, int) and ns < 0: raise ValueError(f"expand from {self.shape} to {new_shape}: negative dimension")
     if self.shape == new_shape: return self
     if 0 in self.shape: return View.create(new_shape)
     mask = None
     if self.mask is not None:
+      # an expanded dim had size 1: its mask was full, or empty when the whole view is masked
       mask = tuple(m if _seq(s, ns) else ((0, 0) if _empty(m) else (0, ns)) for m, s, ns in zip(self.mask, self.shape, new_shape))
     return View.create(new_shape, tuple(st if _seq(s, ns) else 0 for st, s, ns in zip(self.strides, self.shape, new_shape)), self.offset, mask)
 
@@ -200,7 +208,8 @@ class View:
     old_sz, new_sz = prod(self.shape), prod(new_shape)
     if isinstance(old_sz, int) and isinstance(new_sz, int):
       if old_sz != new_sz: raise ValueError(f"reshape from {self.shape} to {new_shape}: sizes {old_sz} and {new_sz} differ")
-    elif resolve(sint_to_uop(old_sz).ne(new_sz), False): raise ValueError(f"reshape from {self.shape} to {new_shape}: sizes {old_sz} and {new_sz} differ")
+    elif resolve(sint_to_uop(old_sz).ne(new_sz), False):
+      raise ValueError(f"reshape from {self.shape} to {new_shape}: sizes {old_sz} and {new_sz} differ")
     if 0 in self.shape or self.contiguous: return View.create(new_shape)
     if self.fully_masked(): return View.create(new_shape, mask=((0, 0),)*len(new_shape)) if new_shape else None
     # size-1 dims carry nothing (stride 0, full mask): match the other dims in groups of equal product, merge each group then split it
@@ -225,7 +234,8 @@ class View:
       for k in reversed(new[j:gj]):
         new_strides[k] = acc
         acc = acc*new_shape[k]
-      if not full:
+      if not full and gj - j == 1: new_mask[new[j]] = (b, e)
+      elif not full:
         if not (isinstance(b, int) and isinstance(e, int) and all_int(sizes)): return None
         if (box := _split_mask(b, e, list(sizes))) is None: return None
         for k, m in zip(new[j:gj], box): new_mask[k] = m
@@ -255,8 +265,8 @@ class View:
     if self.mask is not None:
       if self.fully_masked(): return None
       ret, region = ret.shrink(self.mask), self.shrink(self.mask)
-    ret = ret.flip(tuple(st < 0 for st in region.strides))   # type: ignore[operator]
-    region = region.flip(tuple(st < 0 for st in region.strides))   # type: ignore[operator]
+    ret = ret.flip(tuple(st < 0 for st in region.strides))
+    region = region.flip(tuple(st < 0 for st in region.strides))
     order = sorted(range(len(region.shape)), key=lambda a: -cast(int, region.strides[a]))
     region = region.permute(tuple(order))
     if not region.contiguous: return None
@@ -276,6 +286,10 @@ class View:
 
 @functools.cache
 def _create(shape:tuple[sint, ...], strides:tuple[sint, ...]|None, offset:sint, mask:tuple[tuple[sint, sint], ...]|None) -> View:
+  # symbolic fields in their simplest form, so equal views compare equal
+  shape, offset = tuple(_simp(s) for s in shape), _simp(offset)
+  if strides is not None: strides = tuple(_simp(s) for s in strides)
+  if mask is not None: mask = tuple((_simp(b), _simp(e)) for b, e in mask)
   if any(isinstance(s, int) and s < 0 for s in shape): raise ValueError(f"view shape {shape} has a negative dimension")
   if strides is not None and len(strides) != len(shape): raise ValueError(f"view shape {shape} and strides {strides} differ in length")
   if mask is not None and len(mask) != len(shape): raise ValueError(f"view shape {shape} and mask {mask} differ in length")
@@ -308,7 +322,7 @@ def _merge_unmasked(top:View, low:View) -> View|None:
     return base + sum(min(0, c*(tshape[k]-1)) for k, c in coefs), base + sum(max(0, c*(tshape[k]-1)) for k, c in coefs)
   # group low's dims from the innermost so each group's part of the flat index stays inside the group; coarser groups need a reshape of low
   groups: list[int] = []
-  gsize, gbase, gcoef = 1, 0, {}
+  gsize, gbase, gcoef = 1, 0, dict[int, int]()
   for d in reversed(range(len(lshape))):
     gbase += origin[d]*gsize
     for k, c in terms[d]: gcoef[k] = gcoef.get(k, 0) + c*gsize

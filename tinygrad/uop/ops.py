@@ -119,7 +119,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     # the largest shape of the VIEWs in a kernel AST: the iteration space before reductions
     if self.op is Ops.VIEW: return self.shape
     shapes = [x.shape for x in self.toposort() if x.op is Ops.VIEW]
-    return tuple(smax(s) for s in zip(*shapes)) if shapes else ()
+    return tuple(0 if 0 in s else smax(s) for s in zip(*shapes)) if shapes else ()
   @property
   def axis_arg(self) -> tuple[int, ...]:
     assert self.op is Ops.REDUCE_AXIS, f"axis_arg on {self.op}"
@@ -307,7 +307,15 @@ def _compute_device(u:UOp) -> str|tuple[str, ...]|None:
   if u.op is Ops.COPY: return u.src[1].arg
   return next((d for s in u.src if (d := s.__dict__["_device"]) is not None), None)
 
+def _isinf(x) -> bool: return isinstance(x, float) and math.isinf(x)
+
 def _compute_min_max(u:UOp) -> tuple[ConstType, ConstType]:
+  lo, hi = _min_max_unchecked(u)
+  # int maths that can leave the type's range wraps around: then nothing is known
+  if dtypes.is_int(u.dtype) and u.dtype.count == 1 and (lo < dtypes.min(u.dtype) or hi > dtypes.max(u.dtype)): return (dtypes.min(u.dtype), dtypes.max(u.dtype))
+  return lo, hi
+
+def _min_max_unchecked(u:UOp) -> tuple[ConstType, ConstType]:
   dt = u.dtype
   if dt.count > 1 or isinstance(dt, PtrDType) or dt == dtypes.void: return (-math.inf, math.inf)
   s0 = u.src[0] if u.src else None
@@ -322,7 +330,7 @@ def _compute_min_max(u:UOp) -> tuple[ConstType, ConstType]:
   if u.op is Ops.SUB: return (u.src[0].vmin-u.src[1].vmax, u.src[0].vmax-u.src[1].vmin)
   if u.op is Ops.MUL:
     if dt == dtypes.bool: return (u.src[0].vmin and u.src[1].vmin, u.src[0].vmax and u.src[1].vmax)
-    vals = [x*y for x in u.src[0]._min_max for y in u.src[1]._min_max if not (math.isinf(x) or math.isinf(y)) or (x != 0 and y != 0)]
+    vals = [x*y for x in u.src[0]._min_max for y in u.src[1]._min_max if not (_isinf(x) or _isinf(y)) or (x != 0 and y != 0)]
     return (min(vals), max(vals)) if len(vals) == 4 else (dtypes.min(dt), dtypes.max(dt))
   if u.op in (Ops.IDIV, Ops.MOD) and u.src[1].vmin == u.src[1].vmax and dtypes.is_int(dt):
     c = u.src[1].vmin
@@ -404,13 +412,15 @@ def ssimplify(x:sint) -> sint: return x.ssimplify() if isinstance(x, UOp) else x
 def sym_infer(x:sint|float, var_vals:dict[UOp, int]) -> Any:
   if not isinstance(x, UOp): return x
   vals: dict[UOp, Any] = {}
-  for u in x.toposort():
+  topo = x.toposort()
+  bound = {u.src[0]: u.src[1].arg for u in topo if u.op is Ops.BIND}   # the DEFINE_VAR under a BIND is visited before the BIND
+  for u in topo:
     if u.op is Ops.CONST: vals[u] = u.arg
     elif u.op is Ops.DEFINE_VAR:
-      if u not in var_vals: raise ValueError(f"no value for variable {u.arg[0]}; given {[v.arg[0] for v in var_vals]}")
-      vals[u] = var_vals[u]
+      if u not in var_vals and u not in bound: raise ValueError(f"no value for variable {u.arg[0]}; given {[v.arg[0] for v in var_vals]}")
+      vals[u] = var_vals.get(u, bound.get(u))
     elif u.op is Ops.BIND: vals[u] = var_vals.get(u.src[0], u.src[1].arg)
-    elif u.op is Ops.CAST: vals[u] = vals[u.src[0]]
+    elif u.op is Ops.CAST: vals[u] = truncate.get(u.dtype.scalar(), lambda v: v)(vals[u.src[0]])   # int8(300) is 44, int(2.5) is 2
     elif u.op in python_alu: vals[u] = exec_alu(u.op, u.dtype, [vals[s] for s in u.src])
     else: raise ValueError(f"can't infer {u.op}")
   return vals[x]

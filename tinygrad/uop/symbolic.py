@@ -178,6 +178,11 @@ def lt_div(x:UOp, d:UOp, c:UOp) -> UOp|None:
   if d.arg <= 0: return None
   return x < (c.arg*d.arg if c.arg > 0 else (c.arg-1)*d.arg + 1)
 
+def where_alu(f:UOp, c:UOp, a:UOp, b:UOp, d:UOp, e:UOp) -> UOp|None:
+  # c?a:b op c?d:e is c?(a op d):(b op e), taken only when one side folds to a constant
+  if not ((a.op is Ops.CONST and d.op is Ops.CONST) or (b.op is Ops.CONST and e.op is Ops.CONST)): return None
+  return c.where(a.alu(f.op, d), b.alu(f.op, e))
+
 def max_bounds(x:UOp, y:UOp) -> UOp|None:
   if x.vmin >= y.vmax: return x
   if x.vmax <= y.vmin: return y
@@ -212,6 +217,16 @@ symbolic = symbolic_simple + PatternMatcher([
   (UPat(Ops.OR, src=[UPat.var("x", ints) < UPat.cvar("a", vec=False), UPat.var("x") < UPat.cvar("b", vec=False)]), lambda x, a, b: x < max(a.arg, b.arg)),
   # ** max decided by bounds **
   (UPat(Ops.MAX, ints, src=(UPat.var("x"), UPat.var("y"))), max_bounds),
+  # ** where: a branch under the same condition takes the same side; selects of one condition combine when a side folds **
+  (UPat.var("c").where(UPat.var("c").where(UPat.var("a"), UPat.var()), UPat.var("b")), lambda c, a, b: c.where(a, b)),
+  (UPat.var("c").where(UPat.var("a"), UPat.var("c").where(UPat.var(), UPat.var("b"))), lambda c, a, b: c.where(a, b)),
+  (UPat.var("c").where(UPat(Ops.CAST, src=(UPat.var("c").where(UPat.var("a"), UPat.var()),), name="t"), UPat.var("b")),
+   lambda c, a, t, b: c.where(a.cast(t.dtype), b)),
+  (UPat.var("c").where(UPat.var("a"), UPat(Ops.CAST, src=(UPat.var("c").where(UPat.var(), UPat.var("b")),), name="t")),
+   lambda c, a, t, b: c.where(a, b.cast(t.dtype))),
+  (UPat.var("x", ints) * UPat.var("c").where(UPat.cvar("k", vec=False), UPat.const(None, 0)), lambda x, c, k: c.where(x*k, x.const_like(0))),
+  (UPat(GroupOp.Binary, src=(UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("b"))),
+                             UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("d"), UPat.var("e")))), name="f"), where_alu),
 ])
 
 # ***** symbolic_flat: sums stay a left chain, ((a+b)+c)+d, which the index maths walks *****
@@ -266,6 +281,13 @@ def simplify_valid(valid:UOp) -> UOp|None:
     e, (lo, hi) = p[0], bounds[p[0]]
     if p[1] and hi < e.vmax: out.append(s if p[2] == hi and s.op is Ops.CMPLT and s.src[0] is e else e < hi+1)
     if not p[1] and lo > e.vmin: out.append(s if p[2] == lo and s.op is Ops.CMPNE and s.src[0].src[0] is e else (e < lo).logical_not())
+  # each clause simplified given the bounds the others put on their expressions
+  if len(out) > 1 and bounds:
+    for i, s in enumerate(out):
+      if (new := uop_given_valid(functools.reduce(operator.and_, out[:i] + out[i+1:]), s)) is None: return valid.const_like(False)
+      out[i] = new
+    if any(o.op is Ops.CONST and o.arg is False for o in out): return valid.const_like(False)
+    out = [o for o in out if not (o.op is Ops.CONST and o.arg is True)]
   ret = functools.reduce(operator.and_, out) if out else valid.const_like(True)
   return None if ret is valid else ret
 

@@ -1,0 +1,132 @@
+# fusion: how many kernels a graph becomes, and that the fused kernels compute the right thing
+import time
+import numpy as np
+import pytest
+from tinygrad import Tensor, GlobalCounters, Device
+
+from tinygrad.helpers import Context
+from tinygrad.engine.schedule import create_schedule_with_vars
+from tinygrad.engine.realize import run_schedule
+from tinygrad.uop import Ops
+
+DEVICES = ["CPU", "PYTHON"]
+
+def kernels(*ts:Tensor) -> int:
+  # schedule, count the kernels, and run them (a schedule points the tensors at buffers its items fill)
+  sched = Tensor.schedule(*ts)
+  run_schedule(list(sched))
+  return len([si for si in sched if si.ast.op is Ops.SINK])
+
+@pytest.fixture(params=DEVICES)
+def device(request): return request.param
+
+def rand(*shape, device="CPU", seed=0):
+  return Tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32), device=device)
+
+def test_elementwise_chain_is_one_kernel(device):
+  a, b, c = rand(4, 5, device=device, seed=1), rand(4, 5, device=device, seed=2), rand(4, 5, device=device, seed=3)
+  out = (a + b) * c
+  assert kernels(out) == 1
+  np.testing.assert_allclose(out.numpy(), (a.numpy() + b.numpy()) * c.numpy(), rtol=1e-6)
+
+def test_mul_sum_is_one_kernel(device):
+  a, b = rand(8, 6, device=device, seed=1), rand(8, 6, device=device, seed=2)
+  out = (a * b).sum()
+  assert kernels(out) == 1
+  np.testing.assert_allclose(out.numpy(), (a.numpy() * b.numpy()).sum(), rtol=1e-5)
+
+def test_softmax_first_step_at_most_two(device):
+  x = rand(5, 7, device=device)
+  out = x - x.max(axis=1, keepdim=True)
+  assert kernels(out) <= 2
+  xn = x.numpy()
+  np.testing.assert_allclose(out.numpy(), xn - xn.max(axis=1, keepdims=True), rtol=1e-6)
+
+def test_reduce_then_elementwise_fuses(device):
+  x, y = rand(6, 9, device=device, seed=1), rand(6, device=device, seed=2)
+  out = x.sum(axis=1) * 2 + y
+  assert kernels(out) == 1
+  np.testing.assert_allclose(out.numpy(), x.numpy().sum(axis=1) * 2 + y.numpy(), rtol=1e-5)
+
+def test_pad_of_unsafe_op_is_zero_outside(device):
+  # exp(0) is 1: the padding of a computed value must still be 0
+  x = rand(3, 4, device=device)
+  out = x.exp().pad(((1, 1), (2, 0))) + 1
+  assert kernels(out) == 1
+  ref = np.pad(np.exp(x.numpy()), ((1, 1), (2, 0))) + 1
+  np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5)
+
+def test_shared_reduce_is_computed_once(device):
+  x = rand(16, 16, device=device)
+  s = x.sum()
+  a, b = s + 1, s * 2
+  assert kernels(a, b) == 3
+  Tensor.realize(a, b)
+  np.testing.assert_allclose(a.numpy(), x.numpy().sum() + 1, rtol=1e-5)
+  np.testing.assert_allclose(b.numpy(), x.numpy().sum() * 2, rtol=1e-5)
+
+def test_realized_tensor_is_reused():
+  x = rand(10, 10)
+  y = (x + 1).realize()
+  z = y * 2
+  GlobalCounters.reset()
+  z.realize()
+  assert GlobalCounters.kernel_count == 1
+
+def test_nothing_runs_before_data_is_asked():
+  GlobalCounters.reset()
+  x = rand(4, 4)
+  y = (x * 3).sum(axis=0) + 1
+  assert GlobalCounters.kernel_count == 0
+  y.numpy()
+  assert GlobalCounters.kernel_count >= 1
+
+def test_long_chain_one_kernel_fast():
+  # a 1,000-op elementwise chain: one kernel, no RecursionError, compiled and run from cold in well under 2 s
+  x = Tensor(np.linspace(-1, 1, 16, dtype=np.float32))
+  st = time.perf_counter()
+  y = x
+  for i in range(1000): y = y * 1.0001 + 0.0001 if i % 2 == 0 else y - 0.00005
+  assert kernels(y) == 1
+  with Context(CACHELEVEL=0): out = y.numpy()
+  assert time.perf_counter() - st < 2.0
+  ref = np.linspace(-1, 1, 16, dtype=np.float32)
+  for i in range(1000): ref = (ref * np.float32(1.0001) + np.float32(0.0001)) if i % 2 == 0 else ref - np.float32(0.00005)
+  np.testing.assert_allclose(out, ref, rtol=1e-4)
+
+def test_deep_graph_schedules_without_recursion():
+  x = Tensor.ones(4).contiguous().realize()
+  y = x
+  for _ in range(10000): y = y + 1
+  sched, _, _ = create_schedule_with_vars(y.uop.sink())
+  assert len(sched) == 1
+
+def test_int64_indexing_big_expand():
+  # 3 * 2**30 elements through an expand of a tiny buffer: the index maths needs int64, and needs no memory
+  x = Tensor([1.0, 2.0, 3.0]).reshape(3, 1).expand(3, 2**30)
+  sl = x[:, 2**30 - 2:]
+  np.testing.assert_equal(sl.numpy(), np.array([[1, 1], [2, 2], [3, 3]], dtype=np.float32))
+  from tinygrad.engine.realize import get_program
+  big = x.contiguous()
+  si = [s for s in big.schedule() if s.ast.op is Ops.SINK][0]
+  src = get_program(si.ast, Device["CPU"].renderer).src
+  assert "long" in src or "int64" in src
+
+def test_copy_between_devices():
+  x = rand(3, 3)
+  y = (x.to("PYTHON") * 2).to("CPU")
+  np.testing.assert_allclose(y.numpy(), x.numpy() * 2, rtol=1e-6)
+
+def test_assign_writes_into_buffer():
+  x = Tensor.zeros(4, 4).contiguous().realize()
+  buf = x.uop.base.realized
+  x.assign(x + 1).realize()
+  assert x.uop.base.realized is buf
+  np.testing.assert_equal(x.numpy(), np.ones((4, 4), dtype=np.float32))
+
+def test_split_reduce_large_sum():
+  x = Tensor(np.arange(1 << 18, dtype=np.float32) % 7)
+  assert kernels(x.sum()) == 2
+  np.testing.assert_allclose(x.sum().numpy(), (np.arange(1 << 18) % 7).sum(), rtol=1e-6)
+
+
