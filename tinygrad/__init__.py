@@ -1,9 +1,8 @@
-import os
-if int(os.getenv("TYPED", "0")): pass  # reserved: runtime type checking hook
+# the names tinygrad scripts import from the package root
 from tinygrad.tensor import Tensor                                    # noqa: F401
 from tinygrad.engine.jit import TinyJit                               # noqa: F401
 from tinygrad.uop.ops import UOp                                      # noqa: F401
-Variable = UOp.variable
 from tinygrad.dtype import dtypes                                     # noqa: F401
 from tinygrad.helpers import GlobalCounters, fetch, Context, getenv  # noqa: F401
 from tinygrad.device import Device                                    # noqa: F401
+Variable = UOp.variable

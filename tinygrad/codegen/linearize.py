@@ -54,18 +54,18 @@ def linearize(sink:UOp) -> list[UOp]:
   # nodes whose value is only needed inside deeper loops are still placed at their own depth; emit level by level
   order = {u: i for i, u in enumerate(topo)}
   n = len(all_ranges)
-  pre: list[list[UOp]] = [[] for _ in range(n+1)]
-  post: list[list[UOp]] = [[] for _ in range(n+1)]
+  before: list[list[UOp]] = [[] for _ in range(n+1)]
+  after: list[list[UOp]] = [[] for _ in range(n+1)]
   for u in topo:
     if u.op in (Ops.SINK, Ops.RANGE): continue
-    (post if after_loop[u] and u.op is not Ops.DEFINE_ACC else pre)[depth[u]].append(u)
+    (after if after_loop[u] and u.op is not Ops.DEFINE_ACC else before)[depth[u]].append(u)
   out: list[UOp] = []
   for d in range(n+1):
-    out.extend(sorted(pre[d], key=order.__getitem__))
+    out.extend(sorted(before[d], key=order.__getitem__))
     if d < n: out.append(all_ranges[d])
   for d in range(n, -1, -1):
     if d < n: out.append(UOp(Ops.ENDRANGE, dtypes.void, (all_ranges[d],)))
-    out.extend(sorted(post[d], key=order.__getitem__))
+    out.extend(sorted(after[d], key=order.__getitem__))
   _check_order(out)
   return out
 

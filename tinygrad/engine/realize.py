@@ -120,7 +120,9 @@ class ExecItem:
       if DEBUG >= 2:
         ptm = colored(f"{et*1e3:9.2f}ms", "yellow" if et > 0.01 else None) if et is not None else ""
         shape = self.prg.p.ast.arg.name if isinstance(self.prg, CompiledRunner) and self.prg.p.ast.arg is not None else ""
-        print(f"{colored(f'*** {self.prg.device[:7]:7s} {GlobalCounters.kernel_count:4d}', 'magenta' if jit else ('green' if self.prg.device != 'DISK' else None))}"
+        color = 'magenta' if jit else ('green' if self.prg.device != 'DISK' else None)
+        head = colored(f'*** {self.prg.device[:7]:7s} {GlobalCounters.kernel_count:4d}', color)
+        print(f"{head}"
               f" {self.prg.display_name+' '*(41-ansilen(self.prg.display_name))} arg {len(bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB " +
               (f"tm {ptm}/{GlobalCounters.time_sum_s*1e3:9.2f}ms ({op_est/((et or 1e-20)*1e9):9.2f} GFLOPS {mem_est/((et or 1e-20)*1e9):6.1f} GB/s)"
                if et is not None else "") + f" {shape}")

@@ -126,7 +126,8 @@ class Kernel:
     if opt.axis is None: return -1
     if opt.op is OptOps.UNROLL: ax = self.axes_of(AxisType.REDUCE)
     elif opt.op in (OptOps.GROUP, OptOps.GROUPTOP): ax = self.axes_of(AxisType.REDUCE)
-    else: ax = self.axes_of(AxisType.GLOBAL, AxisType.LOCAL) if opt.op in (OptOps.UPCAST, OptOps.LOCAL, OptOps.THREAD) else list(range(self.shape_len))
+    elif opt.op in (OptOps.UPCAST, OptOps.LOCAL, OptOps.THREAD): ax = self.axes_of(AxisType.GLOBAL, AxisType.LOCAL)
+    else: ax = list(range(self.shape_len))
     check(0 <= opt.axis < len(ax), opt, f"axis {opt.axis} out of range, kernel has {len(ax)} axes for it ({self.colored_shape()})")
     return ax[opt.axis]
 

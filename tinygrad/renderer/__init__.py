@@ -31,7 +31,7 @@ class Estimates:
     for u in uops:
       if u.op is Ops.RANGE:
         mult_stack.append(mults)
-        mults = mults * (u.src[0].ssimplify() if isinstance(u.src[0], UOp) else u.src[0])
+        mults = mults * u.src[0].ssimplify()  # type: ignore[assignment]
       elif u.op is Ops.ENDRANGE: mults = mult_stack.pop(-1)
       elif u.op is Ops.SPECIAL: mults = mults * (u.arg[1] if isinstance(u.arg[1], int) else u.arg[1])
       elif u.op in (Ops.LOAD, Ops.STORE):
@@ -47,8 +47,8 @@ class ProgramSpec:
   device: str
   ast: UOp                                  # the kernel AST it was made from
   uops: list[UOp]|None = None               # the linear program
-  global_size: list[int]|None = None
-  local_size: list[int]|None = None
+  global_size: list[sint]|None = None
+  local_size: list[sint]|None = None
   vars: list[UOp] = field(default_factory=list)
   globals: list[int] = field(default_factory=list)
   outs: list[int] = field(default_factory=list)

@@ -14,7 +14,8 @@ def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
 def split_reduceop(ctx:set[UOp]|None, r:UOp) -> UOp|None:
   # a big reduce with few outputs becomes two: the first has enough outputs to use every core and unroll, the second is small
   x = r.src[0]
-  if ctx is None or r in ctx or not all_int(x.shape) or prod(r.shape) > 1024 or prod(x.shape) // max(prod(r.shape), 1) < SPLIT_REDUCE_MIN.value: return None
+  if ctx is None or r in ctx or not all_int(x.shape) or prod(r.shape) > 1024: return None
+  if prod(x.shape) // max(prod(r.shape), 1) < SPLIT_REDUCE_MIN.value: return None
   for a in r.axis_arg:
     if (split := next((s for s in (256, 128, 64, 32, 16) if x.shape[a] % s == 0 and x.shape[a] // s >= 256), None)) is None: continue
     xs = x.reshape(x.shape[:a] + (split, x.shape[a]//split) + x.shape[a+1:])
@@ -78,7 +79,7 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
       for x in kernel_body(start, realizes):
         if x.op is Ops.REDUCE_AXIS: found.append(x)
       for x in found:
-        if (owner := reduce_owner.setdefault(x, root)) is not root or (found[0].src[0].shape, found[0].arg[1]) != (x.src[0].shape, x.arg[1]):
+        if reduce_owner.setdefault(x, root) is not root or (found[0].src[0].shape, found[0].arg[1]) != (x.src[0].shape, x.arg[1]):
           if x not in realizes:
             realizes[x] = None
             changed = True

@@ -12,7 +12,7 @@ class MathTrait:
   def const_like(self:T, b:Any) -> T: raise NotImplementedError
 
   def _binop(self:T, op:Ops, x:Any, reverse:bool) -> T: return self.ufix(x).alu(op, self) if reverse else self.alu(op, self.ufix(x))
-  def ufix(self:T, x:Any) -> T: return self.const_like(x) if not isinstance(x, MathTrait) else x
+  def ufix(self:T, x:Any) -> T: return self.const_like(x) if not isinstance(x, MathTrait) else x  # type: ignore[return-value]
   def logical_not(self:T) -> T: return self.ne(True)
   def neg(self:T) -> T:
     from tinygrad.dtype import dtypes

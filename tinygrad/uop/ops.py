@@ -113,7 +113,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     if (st := self.st) is None: raise ValueError(f"{self.op} has no shape")
     return st.shape
   @property
-  def size(self) -> int: return self.arg if self.op is Ops.BUFFER else prod(self.shape)
+  def size(self) -> int: return self.arg if self.op is Ops.BUFFER else prod(self.shape)  # type: ignore[arg-type]
   @property
   def full_shape(self) -> tuple[sint, ...]:
     # the largest shape of the VIEWs in a kernel AST: the iteration space before reductions
@@ -172,7 +172,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return ret
   def const_like(self, b:ConstType|UOp|tuple) -> UOp:
     # tensor-level nodes (those on a device) get a broadcast CONST of their shape; kernel-level ones a plain scalar
-    if isinstance(dev := self._cached("_device", _compute_device), str) and (st := self.st) is not None: return UOp.const(self.dtype, b, dev, st.shape)
+    if isinstance(dev := self._cached("_device", _compute_device), str) and (st := self.st) is not None:
+      return UOp.const(self.dtype, b, dev, st.shape)
     return UOp.const(self.dtype, b)
   def alu(self, op:Ops, *src:UOp) -> UOp:
     out_dtype = (self, *src)[-1].dtype
@@ -206,13 +207,15 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     ret = UOp(op, self.dtype, (self,), arg)
     ret.st  # noqa: B018 -- validate now, so a bad movement fails where it is written
     return ret
-  def reshape(self, arg:tuple[sint, ...]) -> UOp: return self if self.st is not None and self.shape == tuple(arg) else self._mop(Ops.RESHAPE, tuple(arg))
+  def reshape(self, arg:tuple[sint, ...]) -> UOp:
+    return self if self.st is not None and self.shape == tuple(arg) else self._mop(Ops.RESHAPE, tuple(arg))
   def permute(self, arg:tuple[int, ...]) -> UOp: return self if tuple(arg) == tuple(range(len(arg))) else self._mop(Ops.PERMUTE, tuple(arg))
   def expand(self, arg:tuple[sint, ...]) -> UOp: return self if self.shape == tuple(arg) else self._mop(Ops.EXPAND, tuple(arg))
   def pad(self, arg:tuple[tuple[sint, sint], ...]) -> UOp:
     return self if all(resolve(b == 0) and resolve(e == 0) for b, e in arg) else self._mop(Ops.PAD, tuple(tuple(x) for x in arg))
   def shrink(self, arg:tuple[tuple[sint, sint], ...]) -> UOp:
-    return self if all(resolve(b == 0) and resolve(e == s) for (b, e), s in zip(arg, self.shape)) else self._mop(Ops.SHRINK, tuple(tuple(x) for x in arg))
+    if all(resolve(b == 0) and resolve(e == s) for (b, e), s in zip(arg, self.shape)): return self
+    return self._mop(Ops.SHRINK, tuple(tuple(x) for x in arg))
   def flip(self, arg:tuple[bool, ...]) -> UOp: return self if not any(arg) else self._mop(Ops.FLIP, tuple(arg))
 
   # *** symbolic ***
@@ -227,7 +230,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return self.arg[0]
   def bind(self, val:int) -> UOp:
     assert self.op is Ops.DEFINE_VAR, f"bind on {self.op}"
-    if not self.arg[1] <= val <= self.arg[2]: raise ValueError(f"bind {val} to variable {self.arg[0]} out of its range [{self.arg[1]}, {self.arg[2]}]")
+    if not self.arg[1] <= val <= self.arg[2]:
+      raise ValueError(f"bind {val} to variable {self.arg[0]} out of its range [{self.arg[1]}, {self.arg[2]}]")
     return UOp(Ops.BIND, self.dtype, (self, self.const_like(val)))
   def unbind(self) -> tuple[UOp, int]:
     assert self.op is Ops.BIND and self.src[0].op is Ops.DEFINE_VAR and self.src[1].op is Ops.CONST, f"can't unbind {self}"
@@ -288,7 +292,8 @@ def _compute_st(u:UOp):
     if u.src and u.src[0].op is Ops.VIEW: return u.src[0].st
     return ShapeTracker.from_shape(()) if u.src and u.src[0].op is Ops.DEVICE else None
   if u.op in (Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL, Ops.NOOP) or u.op in GroupOp.Block: return None
-  if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_LOCAL, Ops.DEFINE_ACC, Ops.DEFINE_REG, Ops.SPECIAL, Ops.INDEX, Ops.BARRIER, Ops.UNROLL, Ops.CONTRACT): return None
+  if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_LOCAL, Ops.DEFINE_ACC, Ops.DEFINE_REG, Ops.SPECIAL, Ops.INDEX, Ops.BARRIER, Ops.UNROLL, Ops.CONTRACT):
+    return None
   if u.op is Ops.STORE: return None
   if u.op in (Ops.LOAD, Ops.VALID): return next((s.st for s in u.src if s.op is Ops.VIEW), None)
   if u.op is Ops.COPY: return ShapeTracker.from_shape(u.src[0].shape)
@@ -297,7 +302,8 @@ def _compute_st(u:UOp):
     return ShapeTracker.from_shape(src_st.reduce(u.axis_arg))
   src_sts = [s.st for s in u.src if s.st is not None]
   if not src_sts: return None
-  if u.op in (Ops.ASSIGN, Ops.CONTIGUOUS, Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE): return src_sts[0] if u.op is Ops.ASSIGN else ShapeTracker.from_shape(src_sts[0].shape)
+  if u.op is Ops.ASSIGN: return src_sts[0]
+  if u.op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE): return ShapeTracker.from_shape(src_sts[0].shape)
   if not all(st.shape == src_sts[0].shape for st in src_sts):
     raise ValueError(f"{u.op} needs sources of one shape, got {[st.shape for st in src_sts]}")
   return ShapeTracker.from_shape(src_sts[0].shape)
@@ -312,7 +318,8 @@ def _isinf(x) -> bool: return isinstance(x, float) and math.isinf(x)
 def _compute_min_max(u:UOp) -> tuple[ConstType, ConstType]:
   lo, hi = _min_max_unchecked(u)
   # int maths that can leave the type's range wraps around: then nothing is known
-  if dtypes.is_int(u.dtype) and u.dtype.count == 1 and (lo < dtypes.min(u.dtype) or hi > dtypes.max(u.dtype)): return (dtypes.min(u.dtype), dtypes.max(u.dtype))
+  if dtypes.is_int(u.dtype) and u.dtype.count == 1 and (lo < dtypes.min(u.dtype) or hi > dtypes.max(u.dtype)):
+    return (dtypes.min(u.dtype), dtypes.max(u.dtype))
   return lo, hi
 
 def _min_max_unchecked(u:UOp) -> tuple[ConstType, ConstType]:
@@ -365,7 +372,8 @@ def _min_max_unchecked(u:UOp) -> tuple[ConstType, ConstType]:
 
 _render_ops: dict[Ops, Callable] = {
   Ops.ADD: lambda a, b: f"({a}+{b})", Ops.SUB: lambda a, b: f"({a}-{b})", Ops.MUL: lambda a, b: f"({a}*{b})", Ops.IDIV: lambda a, b: f"({a}//{b})",
-  Ops.MOD: lambda a, b: f"({a}%{b})", Ops.MAX: lambda a, b: f"max({a}, {b})", Ops.CMPLT: lambda a, b: f"({a}<{b})", Ops.CMPNE: lambda a, b: f"({a}!={b})",
+  Ops.MOD: lambda a, b: f"({a}%{b})", Ops.MAX: lambda a, b: f"max({a}, {b})", Ops.CMPLT: lambda a, b: f"({a}<{b})",
+  Ops.CMPNE: lambda a, b: f"({a}!={b})",
   Ops.CMPEQ: lambda a, b: f"({a}=={b})", Ops.AND: lambda a, b: f"({a}&{b})", Ops.OR: lambda a, b: f"({a}|{b})", Ops.XOR: lambda a, b: f"({a}^{b})",
   Ops.SHL: lambda a, b: f"({a}<<{b})", Ops.SHR: lambda a, b: f"({a}>>{b})", Ops.WHERE: lambda c, a, b: f"({a} if {c} else {b})",
   Ops.NEG: lambda a: f"(-{a})", Ops.CAST: lambda a: a}
@@ -454,7 +462,8 @@ class UPat(MathTrait):
     return UPat((Ops.CONST, Ops.VCONST) if vec else Ops.CONST, dtype, name=name)
   @staticmethod
   def const(dtype:DType|tuple[DType, ...]|None, b:ConstType) -> UPat: return UPat(Ops.CONST, dtype=dtype, arg=b)
-  def named(self, name:str) -> UPat: return UPat(self.op, self.dtype, self._in_src, self.arg, name, self.allowed_len == -1 and self._in_src is not None)
+  def named(self, name:str) -> UPat:
+    return UPat(self.op, self.dtype, self._in_src, self.arg, name, self.allowed_len == -1 and self._in_src is not None)
   def alu(self, op:Ops, *src:UPat) -> UPat:
     asrc = (self,)+src
     return UPat(op, dtypes.bool if op in GroupOp.Comparison else None, list(asrc) if op in GroupOp.Commutative else asrc)
