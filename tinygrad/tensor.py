@@ -59,7 +59,7 @@ def _unpack(raw:memoryview, dtype:DType, count:int) -> list:
   return list(struct.unpack(f"={count}{dtype.fmt}", raw))
 
 def _nested_shape(data:Any) -> tuple[int, ...]:
-  if not isinstance(data, (list, tuple)): return ()
+  if not isinstance(data, (list, tuple, range)): return ()
   if len(data) == 0: return (0,)
   shapes = [_nested_shape(x) for x in data]
   if any(s != shapes[0] for s in shapes):
@@ -126,6 +126,8 @@ class Tensor(MathTrait):
   """A lazy, multi-dimensional array. Operations build a UOp graph; `realize()`, `numpy()`, `tolist()` ... run it."""
   __slots__ = ("uop", "requires_grad", "grad", "__weakref__")
   training: ClassVar[bool] = False
+  # numpy defers to our reflected operators (np.float32(2) * t) instead of turning the Tensor into an object array
+  __array_ufunc__ = None
 
   def __init__(self, data:Any, device:DeviceLike=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
     dt = to_dtype(dtype) if dtype is not None else None
@@ -151,7 +153,7 @@ class Tensor(MathTrait):
         dt, raw = dt or dtypes.uint8, bytes(data)
         if len(raw) % dt.itemsize != 0: raise ValueError(f"{len(raw)} bytes are not a whole number of {dt} elements ({dt.itemsize} bytes each)")
         uop = _buffer_uop(raw, (len(raw) // dt.itemsize,), dt, dev)
-      elif isinstance(data, (list, tuple)):
+      elif isinstance(data, (list, tuple, range)):
         shape, flat = _nested_shape(data), fully_flatten(data)
         dt = dt or dtypes.from_py(data)
         _check_int_range(flat, dt)
@@ -255,7 +257,7 @@ class Tensor(MathTrait):
     """The elements in row-major order, read back from a realized contiguous buffer (realizing one first if needed)."""
     if self.numel() == 0: return memoryview(b"")
     t = self
-    if not (t.uop.is_realized and t._is_plain_buffer()): t = self.contiguous().realize()
+    if not (t.uop.is_realized and t._is_plain_buffer()): t = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()
     if not t._is_plain_buffer(): raise RuntimeError(f"realize left {t.uop.op} over {t.uop.base.op}, expected a BUFFER with only RESHAPEs on top")
     return t.uop.base.buffer.as_buffer()
   def _is_plain_buffer(self) -> bool:
@@ -372,7 +374,8 @@ class Tensor(MathTrait):
     if not src: return Tensor(self.uop.alu(op))
     if len(src) == 1:
       x, y = self._broadcasted(src[0], what=(name := _OP_NAMES.get(op, op.name.lower())))
-      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(x.dtype): raise TypeError(f"{name} needs int or bool tensors, got {x.dtype}")
+      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(x.dtype):
+        raise TypeError(f"{name} needs int or bool tensors, got {x.dtype}")
       return Tensor(x.uop.alu(op, y.uop))
     if op is not Ops.WHERE or len(src) != 2: raise ValueError(f"unexpected {op} with {len(src)+1} operands")
     x, y = src[0]._broadcasted(src[1], what="where") if isinstance(src[0], Tensor) else self.ufix(src[1])._broadcasted(src[0], True, "where")
@@ -423,29 +426,30 @@ class Tensor(MathTrait):
     if rounding_mode == "floor": return self.floordiv(x, reverse)
     if rounding_mode == "trunc":
       a, b = self._broadcasted(x, reverse, "div")
-      return a._int_div(b) if not dtypes.is_float(a.dtype) else (a * b.reciprocal()).trunc()
+      return b.eq(0).where(0, a._int_div(b)) if not dtypes.is_float(a.dtype) else (a * b.reciprocal()).trunc()
     if rounding_mode is not None: raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     a, b = self._broadcasted(x, reverse, "div")
     dt = least_upper_float(a.dtype)
     return a.cast(dt) * b.cast(dt).reciprocal()
   def _int_div(self, b:Tensor) -> Tensor:
-    # C truncating division, with x // 0 = 0 like numpy (a hardware division by zero would kill the process)
-    zero = b.eq(0)
-    return zero.where(0, Tensor(self.uop.alu(Ops.IDIV, zero.where(1, b).uop)))
+    # C truncating division; a zero divisor is replaced by 1 here (a hardware division by zero would kill the process) and callers
+    # zero those elements at the end, like numpy
+    return Tensor(self.uop.alu(Ops.IDIV, b.eq(0).where(1, b).uop))
   def _float_floordiv(self, b:Tensor) -> Tensor:
     # floor(a * 1/b) can land one off when the quotient is whole or nearly so: fix it with exact checks of the neighbours
     q = (self * b.reciprocal()).floor()
     q = ((q + 1) * b).eq(self).where(q + 1, q)
     return b.gt(0).where((q * b).gt(self), (q * b).lt(self)).where(q - 1, q)
   def floordiv(self, x:Any, reverse:bool=False) -> Tensor:
-    """Python/numpy `//`: the quotient rounded toward -inf, for ints and floats."""
+    """Python/numpy `//`: the quotient rounded toward -inf. Floats give floor(a / b), exact when the quotient is whole
+    (numpy's fmod-based result can differ by one where a / b rounds onto a whole number)."""
     a, b = self._broadcasted(x, reverse, "floordiv")
     if dtypes.is_float(a.dtype): return a._float_floordiv(b)
     if a.dtype == dtypes.bool: raise TypeError("floor division of bool tensors; cast them to an int dtype first")
     q = a._int_div(b)
-    if dtypes.is_unsigned(a.dtype): return q
     # truncation rounds toward zero: one less where the exact quotient is negative and not whole
-    return q - ((q * b).ne(a) & a.lt(0).ne(b.lt(0))).cast(a.dtype)
+    if not dtypes.is_unsigned(a.dtype): q = q - ((q * b).ne(a) & a.lt(0).ne(b.lt(0))).cast(a.dtype)
+    return b.eq(0).where(0, q)
   def mod(self, x:Any, reverse:bool=False) -> Tensor:
     """Python/numpy `%`: the remainder has the sign of the divisor, for ints and floats."""
     a, b = self._broadcasted(x, reverse, "mod")
@@ -455,8 +459,8 @@ class Tensor(MathTrait):
       return (m.ne(0) & m.lt(0).ne(b.lt(0))).where(m + b, m)
     if a.dtype == dtypes.bool: raise TypeError("mod of bool tensors; cast them to an int dtype first")
     r = a - b * a._int_div(b)
-    if dtypes.is_unsigned(a.dtype): return r
-    return (r.ne(0) & r.lt(0).ne(b.lt(0))).where(r + b, r)
+    if not dtypes.is_unsigned(a.dtype): r = (r.ne(0) & r.lt(0).ne(b.lt(0))).where(r + b, r)
+    return b.eq(0).where(0, r)
   def idiv(self, x:Any, reverse:bool=False) -> Tensor: return self.div(x, reverse, rounding_mode="trunc")
   def __floordiv__(self, x:Any) -> Tensor: return self.floordiv(x)
   def __rfloordiv__(self, x:Any) -> Tensor: return self.floordiv(x, True)

@@ -229,6 +229,22 @@ class TestSymbolic(unittest.TestCase):
     check(y.maximum(x), y)
     check(x.maximum(0), x)
     check(x.maximum(3))
+  def test_where_same_cond(self):
+    x, y = Var("x", 0, 10), Var("y", 0, 3)
+    c = x < 5
+    check(c.where(c.where(x, y), y+1), c.where(x, y+1))
+    check(c.where(y, c.where(x, y+1)), c.where(y, y+1))
+    check(c.where(c.where(x, y).cast(dtypes.int64), UOp.const(dtypes.int64, 7)), c.where(x.cast(dtypes.int64), UOp.const(dtypes.int64, 7)))
+    check(x * c.where(UOp.const(dtypes.int32, 1), UOp.const(dtypes.int32, 0)), c.where(x, UOp.const(dtypes.int32, 0)))
+    check(c.where(UOp.const(dtypes.int32, 3), x) + c.where(UOp.const(dtypes.int32, 4), y), c.where(UOp.const(dtypes.int32, 7), x+y))
+    check(c.where(x, y) + c.where(y, x))   # no side folds: left alone
+  def test_gcd_small_remainder(self):
+    g, l = Var("g", 0, 15), Var("l", 0, 3)
+    check((g*4+l)//16, g//4)
+    check((g*4+l)%16, (g%4)*4+l)
+    check((g*4+l)//8, g//2)
+    check((g*4+l+1)//8)      # l+1 reaches 4: (4+4)//8 is 1 but 1//2 is 0
+    check(((g*4+l)+-1)//4)   # -1//4 is 0 in C: not g-1+...
   def test_render(self):
     x, y = Var("x", 0, 10), Var("y", 0, 3)
     self.assertEqual(((x*4+y)//4).render(), "x")
@@ -257,6 +273,19 @@ class TestFlat(unittest.TestCase):
     self.assertIs(graph_rewrite(UOp(Ops.VECTORIZE, dtypes.int32.vec(2), (UOp.const(dtypes.int32, 1), UOp.const(dtypes.int32, 2))), sym),
                   UOp.const(dtypes.int32.vec(2), (1, 2)))
     self.assertIs(graph_rewrite(UOp.const(dtypes.int32.vec(2), (1, 2)).gep(1), sym), UOp.const(dtypes.int32, 2))
+  def test_vector_divmod(self):
+    # vectors have no bounds (vmin/vmax are +-inf): only the exact rewrites apply, and nothing crashes
+    x, y = Var("x", 0, 10), Var("y", 0, 10)
+    v = UOp(Ops.VECTORIZE, dtypes.int32.vec(2), (x, y))
+    k = UOp.const(dtypes.int32.vec(2), (1, 2))
+    self.assertIs(graph_rewrite((v*4+k*4)//4, sym), v+k)
+    for e in [(v*4+k)//4, (v*4+k)%4, (v*4+k) < UOp.const(dtypes.int32.vec(2), 8), ((v*4+k)//4)//2]:
+      out = graph_rewrite(e, sym)
+      def lane(u:UOp, xv:int, yv:int, i:int):
+        ret = graph_rewrite(u.substitute({x: UOp.const(dtypes.int32, xv), y: UOp.const(dtypes.int32, yv)}).gep(i), sym)
+        assert ret.op is Ops.CONST, ret
+        return ret.arg
+      for xv, yv, i in itertools.product(range(0, 11, 3), range(0, 11, 2), range(2)): self.assertEqual(lane(out, xv, yv, i), lane(e, xv, yv, i))
   def test_cast_cast(self):
     x = Var("x", 0, 3)
     self.assertIs(graph_rewrite(x.cast(dtypes.int64).cast(dtypes.float32), sym), x.cast(dtypes.float32))
@@ -298,6 +327,14 @@ class TestValid(unittest.TestCase):
     x = Var("x", 0, 10)
     v = (x < 3) & (x >= 5)
     self.assertIs(simplify_valid(v), UOp.const(dtypes.bool, False))
+  def test_simplify_valid_given_others(self):
+    x, y = Var("x", 0, 15), Var("y", 0, 7)
+    v = (y >= 1) & ((((x*8 + y - 1)//16) % 2) >= 1)
+    new = simplify_valid(v)
+    assert new is not None
+    brute_force(v, new)
+    self.assertIs(new, (y >= 1) & (((x//2) % 2) >= 1))
+    self.assertIsNone(simplify_valid(new))
   def test_simplify_valid_implied(self):
     x, y = Var("x", 0, 10), Var("y", 0, 10)
     v = (x < 20) & (y < 5)

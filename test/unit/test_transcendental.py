@@ -24,15 +24,17 @@ class Evaluator:
     idx = {u: i for i, u in enumerate(self.order)}
     self.inputs = [idx[x] for x in inputs if x in idx]
     self.input_pos = [i for i, x in enumerate(inputs) if x in idx]
-    self.steps = [(u.op, u.dtype, str(u.src[0].dtype.fmt) if u.src else "", tuple(idx[s] for s in u.src), u.arg) for u in self.order]
+    self.steps = [(u.op, u.dtype, str(u.src[0].dtype.scalar().fmt) if u.src else "", tuple(idx[s] for s in u.src), u.arg) for u in self.order]
   def __call__(self, *vals):
+    # vectors are tuples, one value per lane (exec_alu maps over them)
     env: list = [None] * len(self.order)
     for i, p in zip(self.inputs, self.input_pos): env[i] = vals[p]
     for i, (op, dt, sfmt, src, arg) in enumerate(self.steps):
       if op is Ops.DEFINE_VAR: continue
-      if op is Ops.CONST: env[i] = truncate[dt](arg)   # a device holds the constant in its own type
-      elif op is Ops.CAST: env[i] = _cast(env[src[0]], dt)
-      elif op is Ops.BITCAST: env[i] = struct.unpack(str(dt.fmt), struct.pack(sfmt, env[src[0]]))[0]
+      sdt, lanes = dt.scalar(), (lambda f, v: f(v) if dt.count == 1 else tuple(f(x) for x in v))
+      if op is Ops.CONST: env[i] = truncate[sdt](arg) if dt.count == 1 else (truncate[sdt](arg),) * dt.count   # held in the device's type
+      elif op is Ops.CAST: env[i] = lanes(lambda v: _cast(v, sdt), env[src[0]])
+      elif op is Ops.BITCAST: env[i] = lanes(lambda v: struct.unpack(str(sdt.fmt), struct.pack(sfmt, v))[0], env[src[0]])
       else: env[i] = exec_alu(op, dt, [env[s] for s in src])
     return env[-1]
 
@@ -201,11 +203,24 @@ class TestRewrite(unittest.TestCase):
       out = graph_rewrite(x.exp2(), transcendental_rewrite(set()))
       self.assertEqual(out.dtype, dt)
       self.assertEqual(out.op, Ops.CAST)
+  def test_bfloat16_values(self):
+    x = UOp.variable("x", -math.inf, math.inf, dtypes.bfloat16)
+    bf = truncate[dtypes.bfloat16]
+    for f, ref in ((xexp2, lambda v: 2.0**v), (xlog2, math.log2), (xsin, math.sin)):
+      ev = Evaluator(f(x), x)
+      for v in (0.5, 1.25, 3.0, 17.0, 100.0):
+        want, got = ref(bf(v)), ev(bf(v))
+        self.assertLessEqual(abs(got - want), math.ulp(bf(want)) * 2**45, (f.__name__, v))   # a bfloat16 ulp: 7 mantissa bits, not 52
   def test_vector(self):
-    x = UOp(Ops.DEFINE_VAR, dtypes.float32.vec(4), arg=("x", -1.0, 1.0))
-    for f in (xexp2, xlog2, xsin):
-      out = f(x)
-      self.assertEqual(out.dtype, dtypes.float32.vec(4))
+    # a float4 graph computes lane by lane what the scalar graph computes
+    for dt in (dtypes.float32, dtypes.float64, dtypes.float16):
+      xv, xs = UOp(Ops.DEFINE_VAR, dt.vec(4), arg=("xv", -math.inf, math.inf)), UOp.variable("x", -math.inf, math.inf, dt)
+      vals = tuple(truncate[dt](v) for v in (0.75, 3.5, 1e4, 60000.0))
+      for f in (xexp2, xlog2, xsin, lambda v: xpow(v, v)):
+        out = f(xv)
+        self.assertEqual(out.dtype, dt.vec(4))
+        vec, scalar = Evaluator(out, xv)(vals), Evaluator(f(xs), xs)
+        self.assertEqual(vec, tuple(scalar(v) for v in vals))
 
 if __name__ == "__main__":
   unittest.main()

@@ -45,12 +45,12 @@ class TestWeakCache(unittest.TestCase):
     self.assertLess(len(UOpMetaClass.ucache), n)
   def test_rebuilt_after_free(self):
     u = UOp.variable("weak_test_var2", 0, 5) + 3
-    key_id = id(u)
+    r = weakref.ref(u)
     del u
     gc.collect()
-    v = UOp.variable("weak_test_var2", 0, 5) + 3   # a fresh object, equal in structure
+    self.assertIsNone(r())
+    v = UOp.variable("weak_test_var2", 0, 5) + 3   # a fresh object, hash-consed again
     self.assertIs(v, UOp.variable("weak_test_var2", 0, 5) + 3)
-    del key_id
   def test_big_graph_freed(self):
     u = UOp.variable("weak_chain", 0, 1)
     for i in range(20000): u = UOp(Ops.ADD, dtypes.int32, (u, c(1)))

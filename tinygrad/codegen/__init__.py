@@ -23,10 +23,11 @@ def full_rewrite_to_sink(ast:UOp, opts:Renderer) -> UOp:
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
   sink = expand(lower(ast, opts))
   sink = graph_rewrite(sink, sym + pm_cleanup_gates)
+  # accumulators before the device rewrites, so acc + a*b can become one MULACC
+  sink = graph_rewrite(sink, pm_reduce_to_acc, itertools.count())
   supported = set(opts.code_for_op) if opts.code_for_op else set()
   sink = graph_rewrite(sink, sym + get_late_rewrite_patterns(supported, TRANSCENDENTAL >= 2))
   if opts.extra_matcher is not None: sink = graph_rewrite(sink, opts.extra_matcher)
-  sink = graph_rewrite(sink, pm_reduce_to_acc, itertools.count())
   # stores that can never happen leave NOOPs: drop them from the sink
   return sink.replace(src=tuple(s for s in sink.src if s.op is not Ops.NOOP))
 

@@ -33,6 +33,7 @@ def threefry2x32(x:UOp, key:UOp) -> UOp:
 
 # ***** integer division by a constant *****
 
+@functools.cache
 def magic_div(vmax:int, d:int) -> tuple[int, int]:
   """(m, s) with x//d == (x*m) >> s for every 0 <= x <= vmax, for d > 1 and vmax >= d-1 (Granlund-Montgomery, Hacker's Delight 10)"""
   # m = ceil(2**s/d) overshoots 1/d by e/(d*2**s), e = m*d - 2**s; that is harmless while x*e < 2**s for the x that sits just below a
@@ -94,9 +95,11 @@ def _trunc(x:UOp) -> UOp:
 
 # ***** rule tables *****
 
-@functools.cache
-def bool_math(ops:frozenset[Ops]|None=None) -> PatternMatcher:
+def bool_math(ops:Collection[Ops]|None=None) -> PatternMatcher:
   """ADD/MUL/MAX on bools are OR/AND/OR (for renderers with OR and AND; all of them when ops is None)"""
+  return _bool_math(None if ops is None else frozenset(ops))
+@functools.cache
+def _bool_math(ops:frozenset[Ops]|None) -> PatternMatcher:
   return PatternMatcher([(UPat(op, dtypes.bool, name="x"), lambda x, to=to: x.replace(op=to))
                          for op, to in ((Ops.ADD, Ops.OR), (Ops.MUL, Ops.AND), (Ops.MAX, Ops.OR)) if ops is None or to in ops])
 

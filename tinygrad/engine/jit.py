@@ -1,9 +1,9 @@
 from __future__ import annotations
-import functools
+import contextlib, functools
 from typing import Callable, Generic, TypeVar, Any
 from tinygrad.uop.ops import UOp
 from tinygrad.device import Buffer
-from tinygrad.helpers import DEBUG, JIT, colored
+from tinygrad.helpers import DEBUG, JIT, JITBEAM, Context, colored
 from tinygrad.engine.realize import ExecItem, Runner, capturing
 
 ReturnType = TypeVar("ReturnType")
@@ -51,9 +51,11 @@ class TinyJit(Generic[ReturnType]):
     if self.cnt == 1:
       capturing.append(self.jit_cache)
       try:
-        ret = self.fxn(*args, **kwargs)
-        outs = [t for t in (ret if isinstance(ret, (tuple, list)) else [ret]) if isinstance(t, Tensor)]
-        if outs: Tensor.realize(*outs)
+        # the captured kernels run for the life of the jit: JITBEAM searches them (method_cache keys on BEAM, so they compile anew)
+        with Context(BEAM=JITBEAM.value) if JITBEAM >= 1 else contextlib.nullcontext():
+          ret = self.fxn(*args, **kwargs)
+          outs = [t for t in (ret if isinstance(ret, (tuple, list)) else [ret]) if isinstance(t, Tensor)]
+          if outs: Tensor.realize(*outs)
       finally: capturing.pop()
       in_bufs = [t.uop.base.realized for t in inputs]
       self.expected = [(t.shape, t.dtype, t.device) for t in inputs]

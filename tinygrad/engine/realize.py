@@ -5,19 +5,23 @@ from typing import Generator
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer, sint
 from tinygrad.device import Device, Buffer
-from tinygrad.helpers import DEBUG, NOOPT, GlobalCounters, colored, ansilen, Metadata, to_function_name
+from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, ansilen, Metadata, to_function_name
 from tinygrad.renderer import Renderer, ProgramSpec, Estimates
 from tinygrad.engine.schedule import ScheduleItem
 
 # ***** programs *****
 
-def get_program(ast:UOp, renderer:Renderer, opts:list|None=None) -> ProgramSpec:
-  """Optimize, lower, render one kernel AST for a device."""
+def get_program(ast:UOp, renderer:Renderer, opts:list|None=None, rawbufs:list[Buffer]|None=None) -> ProgramSpec:
+  """Optimize, lower, render one kernel AST for a device. With BEAM>=1 the opts are searched for, timed on scratch copies of rawbufs
+  (or of buffers sized from the ast)."""
   from tinygrad.opt.kernel import Kernel
   from tinygrad.codegen import full_rewrite
   k = Kernel(ast, renderer)
   if opts is not None:
     for o in opts: k.apply_opt(o)  # type: ignore[attr-defined]
+  elif BEAM >= 1 and not NOOPT:
+    from tinygrad.opt.search import beam_search
+    k = beam_search(k, rawbufs, BEAM.value)
   elif not NOOPT:
     try:
       from tinygrad.opt.heuristic import hand_coded_optimizations
@@ -91,11 +95,11 @@ class BufferCopy(Runner):
       return time.perf_counter() - st
     return None
 
-method_cache: dict[tuple[str, UOp], CompiledRunner] = {}
-def get_runner(device:str, ast:UOp) -> CompiledRunner:
-  # UOps are hash-consed, so the same kernel (shape, dtypes, ops) is the same key: it compiles once per process
-  if (ret := method_cache.get(key := (device, ast))) is not None: return ret
-  method_cache[key] = ret = CompiledRunner(get_program(ast, Device[device].renderer))
+method_cache: dict[tuple[str, UOp, int, int], CompiledRunner] = {}
+def get_runner(device:str, ast:UOp, rawbufs:list[Buffer]|None=None) -> CompiledRunner:
+  # UOps are hash-consed, so the same kernel (shape, dtypes, ops) is the same key: it compiles once per process and per way of optimizing
+  if (ret := method_cache.get(key := (device, ast, BEAM.value, NOOPT.value))) is not None: return ret
+  method_cache[key] = ret = CompiledRunner(get_program(ast, Device[device].renderer, rawbufs=rawbufs))
   return ret
 
 # ***** running *****
@@ -131,7 +135,8 @@ class ExecItem:
 def lower_schedule_item(si:ScheduleItem) -> ExecItem:
   if si.ast.op is Ops.COPY:
     return ExecItem(BufferCopy(si.bufs[0].nbytes, si.bufs[0].device, si.bufs[1].device), list(si.bufs), si.metadata)
-  runner = get_runner(si.bufs[0].device, si.ast)
+  # BEAM sizes its scratch buffers from these (and copies the inputs' contents); it never writes them
+  runner = get_runner(si.bufs[0].device, si.ast, list(si.bufs))
   # the kernel's arguments are the buffers its globals name, in their order
   return ExecItem(runner, [si.bufs[i] for i in runner.p.globals], si.metadata, dict(si.var_vals))
 

@@ -90,7 +90,7 @@ class KernelBuilder:
         (src, sst), ret = kids[0], srcs[0]
         # padding a computed value: where the view is masked the result is 0, whatever the op gives on the padding
         if _masked(sst) and src.op not in (Ops.BUFFER, Ops.CONST, Ops.VCONST) and src.op not in GroupOp.Movement and src not in self.buffer_of:
-          zero = UOp(Ops.CONST, x.dtype, (self.view(ShapeTracker.from_shape(sst.shape)),), 0 if x.dtype != dtypes.bool else False)
+          zero = UOp(Ops.CONST, x.dtype, (self.view(ShapeTracker.from_shape(sst.shape)),), dtypes.as_const(0, x.dtype))
           ret = UOp(Ops.WHERE, x.dtype, (UOp(Ops.VALID, dtypes.bool, (self.view(sst),)), ret, zero))
         memo[(x, st)] = ret
       else: memo[(x, st)] = UOp(x.op, x.dtype, tuple(srcs), x.arg)

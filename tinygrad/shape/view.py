@@ -47,7 +47,7 @@ def _strides_for_shape(shape:tuple[sint, ...]) -> tuple[sint, ...]:
   acc: sint = 1
   for s in reversed(shape):
     ret.append(acc)
-    acc = acc * s
+    acc = _simp(acc * s)   # simplified like the strides View.create keeps, so symbolic contiguity is seen
   return _canonicalize_strides(shape, tuple(ret[::-1]))
 def strides_for_shape(shape:Sequence[sint]) -> tuple[sint, ...]: return _strides_for_shape(tuple(shape))
 

@@ -47,6 +47,7 @@ def exec_alu(op:Ops, dtype:DType, operands, truncate_output=True):
 def _argkey(arg:Any) -> Any:
   # 0.0 == -0.0 and nan != nan: keep floats apart by their bits so hash-consing never merges distinct constants
   if isinstance(arg, float): return (float, struct.pack("<d", arg))
+  if isinstance(arg, bool): return (bool, arg)   # True == 1, but a bool CONST is not an int one
   if isinstance(arg, tuple) and any(isinstance(a, float) for a in arg): return tuple(_argkey(a) for a in arg)
   return arg
 
@@ -176,7 +177,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
       return UOp.const(self.dtype, b, dev, st.shape)
     return UOp.const(self.dtype, b)
   def alu(self, op:Ops, *src:UOp) -> UOp:
-    out_dtype = (self, *src)[-1].dtype
+    out_dtype = self.dtype if op in (Ops.SHL, Ops.SHR) else (self, *src)[-1].dtype
     if op in GroupOp.Comparison: out_dtype = dtypes.bool.vec(out_dtype.count) if out_dtype.count > 1 else dtypes.bool
     return UOp(op, out_dtype, (self,)+src)
   def cast(self, dtype:DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))

@@ -71,7 +71,8 @@ def _shape_ok(x:UOp) -> bool:
   except (ValueError, AssertionError): return False
   return True
 
-def _device_ok(x:UOp) -> bool: return isinstance(x.arg, str) or (isinstance(x.arg, tuple) and len(x.arg) > 0 and all(isinstance(d, str) for d in x.arg))
+def _device_ok(x:UOp) -> bool:
+  return isinstance(x.arg, str) or (isinstance(x.arg, tuple) and len(x.arg) > 0 and all(isinstance(d, str) for d in x.arg))
 def _same(x:UOp) -> bool: return x.dtype == x.src[0].dtype
 
 tensor_uop_spec = PatternMatcher([

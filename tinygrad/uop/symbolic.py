@@ -96,7 +96,7 @@ def fold_sum(x:UOp) -> UOp|None:
       coefs[b] = coefs.get(b, 0) + k
   # (x%c)*k + (x//c)*(c*k) -> x*k: the definition of C's MOD, whatever the sign of x
   for m in [b for b in coefs if b.op is Ops.MOD and b.src[1].op is Ops.CONST]:
-    if (k := coefs.get(d := UOp(Ops.IDIV, m.dtype, m.src))) is not None and k == coefs[m] * m.src[1].arg:
+    if (kd := coefs.get(d := UOp(Ops.IDIV, m.dtype, m.src))) is not None and kd == coefs[m] * m.src[1].arg:
       del coefs[d]
       coefs[m.src[0]] = coefs.get(m.src[0], 0) + coefs.pop(m)
   if len(coefs) + nconst == len(terms) and (nconst == 0 or (nconst == 1 and const != 0 and terms[-1].op is Ops.CONST)): return None
@@ -107,8 +107,8 @@ def fold_sum(x:UOp) -> UOp|None:
 def fold_divmod(d:UOp, x:UOp, c:UOp) -> UOp|None:
   # x//c or x%c for an int constant c > 0: take out whole multiples of c, factor out a common gcd, and decide by bounds
   if (cv := c.arg) <= 0: return None
-  lo, hi = x.vmin, x.vmax
-  if (q := _cdiv(int(lo), cv)) == _cdiv(int(hi), cv):  # C division is monotonic: one quotient for the whole range
+  lo, hi = x.vmin, x.vmax   # +-inf for vectors: then only the exact rewrites below apply
+  if x.dtype.count == 1 and (q := _cdiv(int(lo), cv)) == _cdiv(int(hi), cv):  # C division is monotonic: one quotient for the whole range
     return d.const_like(q) if d.op is Ops.IDIV else (x if q == 0 else x + (-q*cv))
   if x.op is not Ops.ADD and x.op is not Ops.MUL: return None
   const, parts = 0, []
@@ -121,7 +121,7 @@ def fold_divmod(d:UOp, x:UOp, c:UOp) -> UOp|None:
     if k % cv == 0: quo.append(_mul(b, k // cv))
     elif k > cv: quo, rem = quo + [_mul(b, k // cv)], rem + [_mul(b, k % cv)]
     else: rem.append(t)
-  rlo, rhi = sum(int(t.vmin) for t in rem), sum(int(t.vmax) for t in rem)
+  rlo, rhi = sum(t.vmin for t in rem), sum(t.vmax for t in rem)
   # x = (sum(quo) + qk)*c + (rem + rk). C division agrees with floor division when x and the remainder sit on the same side of zero.
   # A constant smaller than c stays whole; a bigger one gives its multiples of c to the quotient, floor- or C-style, whichever is valid.
   tc = _cdiv(const, cv)
@@ -132,12 +132,12 @@ def fold_divmod(d:UOp, x:UOp, c:UOp) -> UOp|None:
     if d.op is Ops.MOD: return r % cv
     return _sum(quo + [x.const_like(qk), r // cv])
   # every term shares a factor with c: divide it out exactly, any sign
-  if (g := math.gcd(cv, const, *(k for _, _, k in parts))) > 1 and (xg := x.divides(g)) is not None:
+  if (g := math.gcd(cv, x.const_factor())) > 1 and (xg := x.divides(g)) is not None:
     return xg // (cv // g) if d.op is Ops.IDIV else (xg % (cv // g)) * g
   # x = g*a + s with g | c and 0 <= s < g (so a >= 0 too): x//c is a//(c/g) and x%c is (a%(c/g))*g + s
   big, units = [(b, k) for _, b, k in parts if k not in (1, -1)], [t for t, _, k in parts if k in (1, -1)]
   if lo >= 0 and big:
-    ulo, uhi, gb = sum(int(t.vmin) for t in units), sum(int(t.vmax) for t in units), math.gcd(cv, *(k for _, k in big))
+    ulo, uhi, gb = sum(t.vmin for t in units), sum(t.vmax for t in units), math.gcd(cv, *(k for _, k in big))
     for g, sc in ((math.gcd(gb, const), 0), (gb, const)):   # sc: the part of the constant left with the small terms
       if g > 1 and (units or sc) and 0 <= ulo + sc and uhi + sc < g:
         a = _sum([_mul(b, k // g) for b, k in big] + [x.const_like((const - sc) // g)])
@@ -204,7 +204,8 @@ symbolic = symbolic_simple + PatternMatcher([
   # ** div and mod **
   (UPat.var("x", ints) // UPat.cvar("c", vec=False), lambda x, c: -(x // -c.arg) if c.arg < 0 else None),
   (UPat.var("x", ints) % UPat.cvar("c", vec=False), lambda x, c: x % -c.arg if c.arg < 0 else None),
-  ((UPat.var("x", ints) // UPat.cvar("a", vec=False)) // UPat.cvar("b", vec=False), lambda x, a, b: x // (a.arg*b.arg) if a.arg > 0 and b.arg > 0 else None),
+  ((UPat.var("x", ints) // UPat.cvar("a", vec=False)) // UPat.cvar("b", vec=False),
+   lambda x, a, b: x // (a.arg*b.arg) if a.arg > 0 and b.arg > 0 else None),
   ((UPat.var("x", ints) % UPat.cvar("m", vec=False)) % UPat.cvar("a", vec=False),
    lambda x, m, a: x % a.arg if a.arg > 0 and m.arg > 0 and m.arg % a.arg == 0 else None),
   (UPat((Ops.IDIV, Ops.MOD), ints, src=(UPat.var("x"), UPat.cvar("c", vec=False)), name="d"), fold_divmod),
@@ -214,7 +215,8 @@ symbolic = symbolic_simple + PatternMatcher([
   (UPat.cvar("c", vec=False) < UPat.var("x", ints), lt_fold_left),
   # two bounds on one expression
   ((UPat.var("x", ints) < UPat.cvar("a", vec=False)) & (UPat.var("x") < UPat.cvar("b", vec=False)), lambda x, a, b: x < min(a.arg, b.arg)),
-  (UPat(Ops.OR, src=[UPat.var("x", ints) < UPat.cvar("a", vec=False), UPat.var("x") < UPat.cvar("b", vec=False)]), lambda x, a, b: x < max(a.arg, b.arg)),
+  (UPat(Ops.OR, src=[UPat.var("x", ints) < UPat.cvar("a", vec=False), UPat.var("x") < UPat.cvar("b", vec=False)]),
+   lambda x, a, b: x < max(a.arg, b.arg)),
   # ** max decided by bounds **
   (UPat(Ops.MAX, ints, src=(UPat.var("x"), UPat.var("y"))), max_bounds),
   # ** where: a branch under the same condition takes the same side; selects of one condition combine when a side folds **

@@ -1,0 +1,329 @@
+# BEAM search: time candidate opt lists on the device and keep the fastest (BEAM=n, JITBEAM=n); the winner is cached on disk
+from __future__ import annotations
+import atexit, contextlib, hashlib, math, multiprocessing, multiprocessing.pool, os, pickle, signal, sys, time
+from dataclasses import dataclass, replace
+from typing import Any, Iterator, cast
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, sint
+from tinygrad.dtype import DType, ImageDType, dtypes
+from tinygrad.device import Device, Buffer
+from tinygrad.helpers import ContextVar, DEBUG, CACHELEVEL, diskcache_get, diskcache_put, prod, tqdm, colored
+from tinygrad.renderer import ProgramSpec
+from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
+from tinygrad.opt.heuristic import cpu_threads
+from tinygrad.engine.realize import get_program, CompiledRunner
+
+BEAM_UPCAST_MAX, BEAM_LOCAL_MAX = ContextVar("BEAM_UPCAST_MAX", 256), ContextVar("BEAM_LOCAL_MAX", 1024)
+BEAM_MIN_PROGRESS, BEAM_TIMEOUT_SEC = ContextVar("BEAM_MIN_PROGRESS", 0.01), ContextVar("BEAM_TIMEOUT_SEC", 10.0)   # ms, s
+BEAM_COMPILE_TIMEOUT, BEAM_TEST_GLOBAL = ContextVar("BEAM_COMPILE_TIMEOUT", 10), ContextVar("BEAM_TEST_GLOBAL", 65536)
+BEAM_DEBUG, BEAM_CHECK, BEAM_PROGRESS = ContextVar("BEAM_DEBUG", 0), ContextVar("BEAM_CHECK", 0), ContextVar("BEAM_PROGRESS", 0)
+IGNORE_BEAM_CACHE, PARALLEL = ContextVar("IGNORE_BEAM_CACHE", 0), ContextVar("PARALLEL", os.cpu_count() or 1)
+
+# ***** the moves *****
+
+def _thread_counts() -> list[int]:
+  # the core count and its halvings: an axis that the core count doesn't divide may still split over half the cores
+  n, ret = cpu_threads(), list[int]()
+  while n > 1: ret, n = ret + [n], n // 2
+  return ret
+
+actions: list[Opt] = [Opt(op, axis, amt) for op in (OptOps.UPCAST, OptOps.UNROLL) for amt in (0, 2, 3, 4, 5, 7, 8, 16) for axis in range(6)]
+actions += [Opt(OptOps.THREAD, 0, n) for n in _thread_counts()]
+# workgroup opts, only offered to renderers with locals (several raise KernelOptError today: they're skipped as illegal)
+local_actions: list[Opt] = [Opt(OptOps.LOCAL, axis, amt) for amt in (2, 3, 4, 8, 13, 16, 29) for axis in range(6)]
+local_actions += [Opt(op, axis, amt) for op in (OptOps.GROUP, OptOps.GROUPTOP) for amt in (0, 4, 8, 16) for axis in range(3)]
+
+def _state(k:Kernel) -> tuple:
+  # two opt lists that leave the same shape, axis kinds and views make the same program
+  return (k.full_shape, tuple(k.axis_types), tuple(k.sts))
+
+def get_kernel_actions(k:Kernel, include_0:bool=True) -> dict[int, Kernel]:
+  """Every kernel one legal action away from k, keyed by 1 + the action's index in `actions` (+ `local_actions` where the renderer has
+  locals); with include_0, key 0 is k itself. Kernels over the BEAM_UPCAST_MAX / BEAM_LOCAL_MAX limits and duplicates are left out."""
+  ret: dict[int, Kernel] = {0: k} if include_0 else {}
+  seen = {_state(k)}
+  for i, a in enumerate(actions + (local_actions if k.opts.has_local else [])):
+    k2 = k.copy()
+    try: k2.apply_opt(a)
+    except KernelOptError: continue
+    if k2.upcast_size > BEAM_UPCAST_MAX.value: continue
+    local_sizes = [k2.full_shape[j] for j in k2.axes_of(AxisType.LOCAL)]
+    if prod(local_sizes) > BEAM_LOCAL_MAX.value: continue
+    if k2.opts.local_max is not None and any(s > m for s, m in zip(reversed(local_sizes), k2.opts.local_max)): continue
+    if (st := _state(k2)) in seen: continue
+    seen.add(st)
+    ret[i+1] = k2
+  return ret
+
+# ***** compiling candidates (in worker processes) *****
+
+def _flatten(ast:UOp) -> list[tuple]:
+  # a flat node list pickles without recursion, however deep the graph: for the workers and for the cache key
+  idx: dict[UOp, int] = {}
+  for u in ast.toposort(): idx[u] = len(idx)
+  return [(u.op, u.dtype, tuple(idx[s] for s in u.src), u.arg) for u in idx]
+
+def _unflatten(nodes:list[tuple]) -> UOp:
+  built: list[UOp] = []
+  for op, dtype, src, arg in nodes: built.append(UOp(op, dtype, tuple(built[s] for s in src), arg))
+  return built[-1]
+
+class _CompileTimeout(Exception): pass
+def _on_alarm(*_:Any): raise _CompileTimeout()
+
+def _compile(task:tuple[int, list[tuple], tuple[Opt, ...], Any, str, dict[str, Any]]) -> tuple[int, ProgramSpec|None, bytes|None, str]:
+  """Render and compile one candidate. Pure: runs in a worker process (or in-process with PARALLEL=0) and never touches a buffer."""
+  i, nodes, opts, renderer, device, ctx = task
+  # the workers see the parent's flags as they are now (a Context may have changed them), not as the environment had them
+  for key, val in ctx.items():
+    if key in ContextVar._cache: ContextVar._cache[key].value = val
+  in_worker = multiprocessing.parent_process() is not None and hasattr(signal, "SIGALRM")
+  if in_worker: signal.alarm(max(1, int(BEAM_COMPILE_TIMEOUT.value)))
+  try:
+    p = get_program(_unflatten(nodes), renderer, list(opts))
+    lib = Device[device].compiler.compile(p.src)
+    # the ast and uops stay behind: the parent has the ast, and a deep graph could break the pickler on the way back
+    return i, replace(p, ast=UOp(Ops.NOOP), uops=None), lib, ""
+  except _CompileTimeout: return i, None, None, "timeout"
+  except Exception as e: return i, None, None, f"{type(e).__name__}: {e}"
+  finally:
+    if in_worker: signal.alarm(0)
+
+def _init_worker():
+  # ^C belongs to the parent, which tears the pool down; SIGALRM bounds one compile
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  if hasattr(signal, "SIGALRM"): signal.signal(signal.SIGALRM, _on_alarm)
+
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+  # spawn/forkserver children re-import the parent's __main__ script: a script without an `if __name__ == "__main__"` guard would run
+  # again in every worker. The workers only need tinygrad, so they are started without it.
+  main = sys.modules.get("__main__")
+  saved = (getattr(main, "__spec__", None), getattr(main, "__file__", None))
+  if main is not None:
+    main.__spec__ = None
+    if saved[1] is not None: del main.__file__
+  try: yield
+  finally:
+    if main is not None:
+      main.__spec__ = saved[0]
+      if saved[1] is not None: main.__file__ = saved[1]
+
+_pool: multiprocessing.pool.Pool|None = None
+_pool_size = 0
+def _get_pool(n:int) -> multiprocessing.pool.Pool:
+  global _pool, _pool_size
+  if _pool is None or _pool_size != n:
+    _close_pool()
+    # never fork: the CPU runtime's thread pool (and a GPU driver) don't survive it. forkserver starts workers fast with tinygrad preloaded.
+    ctx: Any = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
+    if hasattr(ctx, "set_forkserver_preload"): ctx.set_forkserver_preload(["tinygrad.opt.search"])
+    with _main_hidden(): _pool, _pool_size = ctx.Pool(n, initializer=_init_worker), n
+  return _pool
+
+def _close_pool():
+  global _pool
+  if _pool is not None: _pool.terminate()
+  _pool = None
+atexit.register(_close_pool)
+
+# ***** timing candidates (in this process, on the device) *****
+
+@dataclass
+class BeamStats:
+  """What the last beam_search did. Failures are counted, never raised."""
+  rounds: int = 0
+  candidates: int = 0
+  timed: int = 0
+  compile_errors: int = 0
+  run_errors: int = 0
+  timeouts: int = 0
+  mismatches: int = 0
+  cache_hit: bool = False
+  seconds: float = 0.0
+  start_time: float = math.inf    # seconds, the kernel passed in
+  best_time: float = math.inf     # seconds, the kernel returned
+  @property
+  def failures(self) -> int: return self.compile_errors + self.run_errors + self.timeouts + self.mismatches
+last_stats = BeamStats()
+
+def _scratch(b:Buffer) -> Buffer:
+  # same size, dtype and kind of memory, but never the user's: a kernel that writes what it reads must not see its own output
+  opts = replace(b.options, external_ptr=None) if b.options is not None else None
+  ret = Buffer(b.device, b.size, b.dtype.base if isinstance(b.dtype, ImageDType) else b.dtype, options=opts).allocate()
+  if b.is_allocated(): ret.copyin(b.as_buffer())
+  else: ret.copyin(memoryview(bytearray(ret.nbytes)))
+  return ret
+
+def _buffers_of(ast:UOp, device:str) -> list[Buffer]:
+  globs = sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
+  return [Buffer(device, u.dtype.size, u.dtype.base) for u in globs]  # type: ignore[attr-defined]
+
+def _values(mv:memoryview, dtype:DType) -> list|None:
+  try: return list(cast(Any, mv).cast(dtype.fmt)) if dtype.fmt is not None else None
+  except (TypeError, ValueError): return None
+
+def _matches(got:memoryview, ref:bytes, dtype:DType, ref_vals:list|None, scale:float) -> bool:
+  if got == ref: return True
+  # a reordered float sum rounds differently; anything else must be bit exact
+  if not dtypes.is_float(dtype) or ref_vals is None: return False
+  if (vals := _values(got, dtype)) is None: return False
+  tol = 1e-3 * scale
+  return all(a == b or (a != a and b != b) or abs(a - b) <= tol + 1e-3 * abs(b) for a, b in zip(vals, ref_vals))
+
+def _test_global_size(global_size:list[int], max_size:int) -> tuple[list[int], float]:
+  # fewer workgroups run the same code: time a slice of the grid and scale it up
+  ret, factor = global_size[:], 1.0
+  while prod(ret) > max_size:
+    j = max(range(len(ret)), key=lambda x: ret[x])
+    factor, ret[j] = factor * ret[j] / (ret[j] // 2), ret[j] // 2
+  return ret, factor
+
+class _Bench:
+  """Scratch buffers and a reference output for one search; times programs on them."""
+  def __init__(self, ast:UOp, rawbufs:list[Buffer], var_vals:dict[UOp, int], allow_test_size:bool, has_local:bool):
+    self.bufs, self.var_vals, self.allow_test_size, self.has_local = [_scratch(b) for b in rawbufs], var_vals, allow_test_size, has_local
+    self.outs = sorted({u.src[0].arg for u in ast.src if u.op is Ops.STORE})
+    self.initial = {i: bytes(self.bufs[i].as_buffer()) for i in self.outs}
+    self.ref: dict[int, tuple[bytes, list|None, float]]|None = None
+
+  def set_reference(self) -> None:
+    # the first program timed (the kernel the search starts from) defines the right answer
+    self.ref = {}
+    for i in self.outs:
+      out = self.bufs[i].as_buffer()
+      vals = _values(out, self.bufs[i].dtype) if dtypes.is_float(self.bufs[i].dtype) else None
+      scale = max([abs(v) for v in vals if v == v and abs(v) != math.inf] or [1.0]) if vals is not None else 1.0
+      self.ref[i] = (bytes(out), vals, max(scale, 1.0))
+
+  def time(self, p:ProgramSpec, lib:bytes, early_stop:float|None) -> tuple[float, str]:
+    """(min time in seconds, "") or (inf, why it failed)."""
+    try:
+      prg = CompiledRunner(p, precompiled=lib)
+      vv = {v: self.var_vals.get(v, (v.arg[1] + v.arg[2]) // 2) for v in p.vars}
+      bufs = [self.bufs[i] for i in p.globals]
+      for i in self.outs: self.bufs[i].copyin(memoryview(self.initial[i]))
+      tprg, factor = prg, 1.0
+      if self.allow_test_size and self.has_local and prod(gs := p.launch_dims(vv)[0]) > BEAM_TEST_GLOBAL.value:
+        small, factor = _test_global_size(gs, BEAM_TEST_GLOBAL.value)
+        tprg = CompiledRunner(replace(p, global_size=list[sint](small)), precompiled=lib)
+      tms: list[float] = []
+      if BEAM_CHECK and self.ref is not None and tprg is not prg: prg(bufs, vv, wait=True)   # the check needs the whole grid once
+      for j in range(3):
+        tms.append((tprg(bufs, vv, wait=True) or 0.0) * factor)
+        if j == 0 and BEAM_CHECK and self.ref is not None:
+          for i, (ref, vals, scale) in self.ref.items():
+            if not _matches(self.bufs[i].as_buffer(), ref, self.bufs[i].dtype, vals, scale): return math.inf, f"mismatch in buffer {i}"
+        if early_stop is not None and tms[-1] > early_stop: break
+      return min(tms), ""
+    except Exception as e: return math.inf, f"{type(e).__name__}: {e}"
+
+# ***** the search *****
+
+def _cache_key(k:Kernel, amt:int, device:str) -> tuple:
+  ast_hash = hashlib.sha256(pickle.dumps(_flatten(k.ast), protocol=4)).hexdigest()
+  return (ast_hash, tuple(k.applied_opts), device, type(k.opts).__name__, amt)
+
+def _rebuild(k:Kernel, opts:list[Opt]) -> Kernel|None:
+  ret = k.copy()
+  try:
+    for o in opts[len(k.applied_opts):]: ret.apply_opt(o)
+  except KernelOptError: return None   # a cache entry from older code that no longer applies: search again
+  return ret
+
+def _compile_all(kernels:list[Kernel], device:str, deadline:float, st:BeamStats, show:bool) -> dict[int, tuple[ProgramSpec, bytes]]:
+  ctx = {key: cv.value for key, cv in ContextVar._cache.items()}
+  nodes = _flatten(kernels[0].ast)
+  tasks = [(i, nodes, tuple(k.applied_opts), k.opts, device, ctx) for i, k in enumerate(kernels)]
+  ret: dict[int, tuple[ProgramSpec, bytes]] = {}
+  def got(i:int, p:ProgramSpec|None, lib:bytes|None, err:str):
+    if p is None or lib is None:
+      if err == "timeout": st.timeouts += 1
+      else: st.compile_errors += 1
+      if BEAM_DEBUG: print(f"BEAM: {kernels[i].applied_opts} failed to compile: {err.splitlines()[0] if err else ''}")
+    else: ret[i] = (replace(p, ast=kernels[i].ast), lib)
+  bar: tqdm = tqdm(total=len(tasks), desc="compile", disable=not show)
+  if (workers := int(PARALLEL.value)) >= 2 and len(tasks) >= 2:
+    it = _get_pool(workers).imap_unordered(_compile, tasks)
+    try:
+      for done in range(len(tasks)):
+        try: got(*it.next(timeout=max(deadline - time.perf_counter(), 0.05)))
+        except multiprocessing.TimeoutError:
+          # out of time (or a worker died): what compiled is timed, the rest are timeouts, and the stale queue goes with the pool
+          st.timeouts += len(tasks) - done
+          _close_pool()
+          break
+        bar.update(1)
+    except BaseException:
+      _close_pool()
+      raise
+  else:
+    for t in tasks:
+      if time.perf_counter() > deadline:
+        st.timeouts += 1
+        continue
+      got(*_compile(t))
+      bar.update(1)
+  bar.close()
+  return ret
+
+def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bool=True, var_vals:dict[UOp, int]|None=None) -> Kernel:
+  """The fastest kernel found by a beam search of width amt over opt lists that extend k's, timed on rawbufs' device with scratch copies
+  of rawbufs (None: buffers sized from the ast). The winner's opts are cached on disk per (ast, opts, device, renderer, amt)."""
+  global last_stats
+  last_stats = st = BeamStats()
+  t0 = time.perf_counter()
+  device = rawbufs[0].device if rawbufs else Device.canonicalize(k.opts.device or None)
+  key = _cache_key(k, amt, device)
+  if not IGNORE_BEAM_CACHE and CACHELEVEL >= 1 and (opts := diskcache_get("beam_search", key)) is not None:
+    if (ret := _rebuild(k, opts)) is not None:
+      st.cache_hit, st.seconds = True, time.perf_counter() - t0
+      return ret
+
+  show = DEBUG >= 1 or bool(BEAM_PROGRESS)
+  deadline = t0 + BEAM_TIMEOUT_SEC.value
+  bench = _Bench(k.ast, rawbufs if rawbufs else _buffers_of(k.ast, device), var_vals or {}, allow_test_size, k.opts.has_local)
+  compiled = _compile_all([k], device, math.inf, st, False)
+  if 0 in compiled:
+    st.start_time, err = bench.time(*compiled[0], None)
+    if not err: bench.set_reference()
+    elif BEAM_DEBUG: print(f"BEAM: the start kernel failed to run: {err}")
+  beam: list[tuple[Kernel, float]] = [(k, st.start_time)]
+  seen = {_state(k)}
+  min_progress = BEAM_MIN_PROGRESS.value / 1e3
+  while time.perf_counter() < deadline:
+    st.rounds += 1
+    cands: list[Kernel] = []
+    for bk, _ in beam:
+      for k2 in get_kernel_actions(bk, include_0=False).values():
+        if (s := _state(k2)) in seen: continue
+        seen.add(s)
+        cands.append(k2)
+    if not cands: break
+    st.candidates += len(cands)
+    progs = _compile_all(cands, device, deadline, st, show)
+    timed: list[tuple[Kernel, float]] = []
+    for i in tqdm(sorted(progs), desc=f"beam round {st.rounds}", disable=not show):
+      if time.perf_counter() > deadline: st.timeouts += 1; continue
+      tm, err = bench.time(*progs[i], early_stop=beam[0][1] * 3 if beam[0][1] < math.inf else None)
+      if err:
+        if err.startswith("mismatch"): st.mismatches += 1
+        else: st.run_errors += 1
+        if BEAM_DEBUG: print(f"BEAM: {cands[i].applied_opts} {err}")
+        continue
+      st.timed += 1
+      timed.append((cands[i], tm))
+    timed.sort(key=lambda x: x[1])
+    improved = bool(timed) and beam[0][1] - timed[0][1] > min_progress
+    if DEBUG >= 2 and timed:
+      print(f"beam round {st.rounds:2d} {time.perf_counter()-t0:6.2f}s: {timed[0][1]*1e6:10.2f} us {len(cands):4d} candidates "
+            f"{st.failures} failed {timed[0][0].colored_shape()} {timed[0][0].applied_opts}")
+    if not improved: break
+    beam = timed[:amt]
+  best, st.best_time = beam[0]
+  st.seconds = time.perf_counter() - t0
+  if DEBUG >= 1:
+    print(colored(f"beam {amt}: {st.best_time*1e6:.2f} us (start {st.start_time*1e6:.2f} us) in {st.seconds:.2f}s, {st.candidates} candidates, "
+                  f"{st.failures} failed: {best.applied_opts}", "green"))
+  diskcache_put("beam_search", key, list(best.applied_opts))
+  return best
