@@ -114,6 +114,12 @@ def test_from_uop_and_tensor(device):
   assert Tensor(t, dtype=dtypes.float32).dtype == dtypes.float32
   with pytest.raises(ValueError, match="dtype"): Tensor(t.uop, dtype=dtypes.float32)
 
+def test_range_and_numpy_scalars(device):
+  assert Tensor(range(4)).tolist() == [0, 1, 2, 3] and Tensor(range(4)).dtype == dtypes.int32
+  t = Tensor([1.0, 2.0])
+  assert (np.float32(2) * t).tolist() == [2.0, 4.0] and (t * np.float32(2)).tolist() == [2.0, 4.0]
+  assert (np.int64(3) - t).tolist() == [2.0, 1.0] and (t[np.int64(1)]).item() == 2.0
+
 def test_bad_data():
   with pytest.raises(TypeError, match="dict"): Tensor({"a": 1})
   with pytest.raises(ValueError, match="unknown dtype"): Tensor([1], dtype="float7")

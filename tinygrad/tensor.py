@@ -155,7 +155,7 @@ class Tensor(MathTrait):
         uop = _buffer_uop(raw, (len(raw) // dt.itemsize,), dt, dev)
       elif isinstance(data, (list, tuple, range)):
         shape, flat = _nested_shape(data), fully_flatten(data)
-        dt = dt or dtypes.from_py(data)
+        dt = dt or dtypes.from_py(flat)
         _check_int_range(flat, dt)
         uop = _buffer_uop(_pack(flat, dt), shape, dt, dev)
       else:

@@ -36,6 +36,8 @@ def linearize(sink:UOp) -> list[UOp]:
       if s.op is Ops.ASSIGN and u.op is not Ops.ASSIGN:
         rs |= ranges_of[s] - set(s.src[0].src[1:])
         post = True
+      # reading an accumulator is part of its update: inside its loops, even when the added value doesn't depend on them
+      elif s.op is Ops.DEFINE_ACC: rs |= ranges_of[s] | set(s.src[1:])
       else:
         rs |= ranges_of[s]
         post |= after_loop[s]

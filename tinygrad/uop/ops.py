@@ -24,8 +24,11 @@ def _trunc(x): return x if (isinstance(x, float) and (math.isinf(x) or math.isna
 def _idiv(x, y): return 0 if y == 0 else (abs(x) // abs(y)) * (1 if (x < 0) == (y < 0) else -1)   # C semantics: truncate toward zero
 def _mod(x, y): return 0 if y == 0 else (abs(x) % abs(y)) * (1 if x >= 0 else -1)                   # sign of the dividend, as in C
 def _pow(x, y):
+  # C's pow: overflow keeps the sign of an odd integer power, 0 to a negative power is inf, other domain errors are nan
+  odd = isinstance(y, (int, float)) and not math.isinf(y) and float(y).is_integer() and int(y) % 2 == 1
   try: return math.pow(x, y)
-  except (OverflowError, ValueError): return math.inf if (x > 1 or x < -1) and y > 0 else math.nan
+  except OverflowError: return -math.inf if x < 0 and odd else math.inf
+  except ValueError: return (math.copysign(math.inf, x) if odd else math.inf) if x == 0 else math.nan
 def _shl(x, y): return x << y if y >= 0 else x >> -y
 
 python_alu: dict[Ops, Callable] = {

@@ -1,0 +1,281 @@
+# BEAM search: every legal opt keeps a kernel's result, the search finds fast kernels, caches them, survives broken candidates
+import functools, time
+from dataclasses import replace
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+from tinygrad import Tensor, Device, TinyJit
+from tinygrad.helpers import Context, dedup
+import tinygrad.helpers as helpers
+from tinygrad.uop import Ops
+from tinygrad.device import CompileError
+from tinygrad.tensor import _to_np_dtype
+from tinygrad.renderer import ProgramSpec
+from tinygrad.engine import realize
+from tinygrad.engine.realize import get_program, CompiledRunner
+from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType
+from tinygrad.opt import search
+from tinygrad.opt.search import beam_search, get_kernel_actions
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+  # searches and compiles land in a throwaway cache, never in the user's
+  monkeypatch.setattr(helpers, "CACHEDB", str(tmp_path / "cache.db"))
+
+def _device(name:str) -> str:
+  try: Device[name]
+  except Exception as e: pytest.skip(f"device {name} is not available: {e}")
+  return name
+
+# ***** the corpus: small kernels of every shape of loop nest *****
+
+def _t(rng, shape, dev, dtype=np.float32) -> Tensor: return Tensor(rng.standard_normal(shape).astype(dtype), device=dev)
+
+def conv_like(rng, dev):
+  # out[c, i] = sum_k x[c, i+k] * w[k], the sliding window made of movement ops only
+  c, k, n = 4, 3, 12
+  x, w = _t(rng, (c, n+k-1), dev), _t(rng, (k,), dev)
+  win = x.reshape(c, 1, n+k-1).expand(c, k, n+k-1).reshape(c, k*(n+k-1)).pad(((0, 0), (0, k))).reshape(c, k, n+k).shrink(((0, c), (0, k), (0, n)))
+  return [(win * w.reshape(1, k, 1)).sum(1)]
+
+def softmax_pieces(rng, dev):
+  x = _t(rng, (6, 10), dev)
+  e = (x - x.max(1, keepdim=True)).exp()
+  return [e / e.sum(1, keepdim=True)]
+
+def gather(rng, dev):
+  table = _t(rng, (10, 8), dev)
+  idx = Tensor(rng.integers(0, 10, (6,)).astype(np.int32), device=dev)
+  return [(Tensor.arange(10, device=dev).reshape(1, 10, 1) == idx.reshape(6, 1, 1)).where(table.reshape(1, 10, 8), 0).sum(1)]
+
+CORPUS = {
+  "elementwise": lambda rng, dev: [(_t(rng, (8, 12), dev) * _t(rng, (8, 12), dev) + 1).relu()],
+  "broadcast_int": lambda rng, dev: [Tensor(rng.integers(-50, 50, (6, 8)).astype(np.int32), device=dev) * Tensor.arange(8, device=dev) + 3],
+  "reduce_axis0": lambda rng, dev: [_t(rng, (6, 4, 8), dev).sum(0)],
+  "reduce_axis1": lambda rng, dev: [_t(rng, (6, 4, 8), dev).sum(1)],
+  "reduce_axis2": lambda rng, dev: [_t(rng, (6, 4, 8), dev).max(2)],
+  "matmul": lambda rng, dev: [_t(rng, (16, 16), dev) @ _t(rng, (16, 16), dev)],
+  "conv_like": conv_like,
+  "softmax_pieces": softmax_pieces,
+  "gather": gather,
+}
+
+@functools.cache
+def corpus_kernels(name:str, dev:str) -> list[tuple]:
+  """(ast, bufs, reference outputs) for every kernel of the entry's schedule; earlier kernels run (unoptimized) to fill later ones' inputs."""
+  with Context(NOOPT=1):
+    outs = CORPUS[name](np.random.default_rng(0), dev)
+    ret = []
+    for si in Tensor.schedule(*outs):
+      if si.ast.op is not Ops.SINK: continue
+      bufs = [b.ensure_allocated() for b in si.bufs]
+      ret.append((si.ast, bufs, run(CompiledRunner(get_program(si.ast, Device[dev].renderer, [])), si.ast, bufs)))
+  return ret
+
+def run(prg:CompiledRunner, ast, bufs) -> list[np.ndarray]:
+  outs = [u.src[0].arg for u in ast.src if u.op is Ops.STORE]
+  # poisoned outputs: an element the kernel forgets to write shows up as nan (or -1)
+  for i in outs: bufs[i].copyin(memoryview(b"\xff" * bufs[i].nbytes))
+  prg([bufs[i] for i in prg.p.globals], {}, wait=True)
+  return [np.frombuffer(bufs[i].as_buffer(), dtype=_to_np_dtype(bufs[i].dtype)).copy() for i in outs]
+
+def compile_batch(progs:list[ProgramSpec], dev:str) -> list[CompiledRunner]:
+  # one clang call for many kernels (renamed apart) keeps the suite fast; a prelude that isn't typedefs compiles alone
+  if dev != "CPU": return [CompiledRunner(p) for p in progs]
+  pre: list[str] = []
+  bodies: list[str] = []
+  named: list[ProgramSpec] = []
+  for i, p in enumerate(progs):
+    at = p.src.index(f"void {p.name}(")
+    pre += [ln for ln in p.src[:at].splitlines() if ln.strip()]
+    bodies.append(p.src[at:].replace(f"void {p.name}(", f"void {p.name}_b{i}(", 1))
+    named.append(replace(p, name=f"{p.name}_b{i}"))
+  if not all(ln.startswith("typedef ") for ln in pre): return [CompiledRunner(p) for p in progs]
+  lib = Device["CPU"].compiler.compile_cached("\n".join(dedup(pre) + bodies))
+  return [CompiledRunner(p, precompiled=lib) for p in named]
+
+def check_opts(name:str, dev:str, kernel_opts:list[tuple[int, list[Opt]]]):
+  kernels = corpus_kernels(name, dev)
+  renderer = Device[dev].renderer
+  progs = [get_program(kernels[ki][0], renderer, opts) for ki, opts in kernel_opts]
+  for (ki, opts), prg in zip(kernel_opts, compile_batch(progs, dev)):
+    ast, bufs, ref = kernels[ki]
+    for got, want in zip(run(prg, ast, bufs), ref):
+      np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} kernel {ki} on {dev} with {opts}")
+
+# ***** every legal action, and random legal sequences, keep the result *****
+
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_every_action(name, dev):
+  _device(dev)
+  todo = []
+  for ki, (ast, _, _) in enumerate(corpus_kernels(name, dev)):
+    acts = get_kernel_actions(Kernel(ast, Device[dev].renderer), include_0=False)
+    assert acts, f"no legal action for {name} kernel {ki}"
+    todo += [(ki, list(k.applied_opts)) for k in acts.values()]
+  check_opts(name, dev, todo)
+
+def _draw_sequence(data, name:str, dev:str) -> tuple[int, list[Opt]]:
+  kernels = corpus_kernels(name, dev)
+  ki = data.draw(st.integers(0, len(kernels)-1), label="kernel")
+  k = Kernel(kernels[ki][0], Device[dev].renderer)
+  for _ in range(data.draw(st.integers(1, 4), label="length")):
+    if not (acts := get_kernel_actions(k, include_0=False)): break
+    k = acts[data.draw(st.sampled_from(sorted(acts)), label="action")]
+  return ki, list(k.applied_opts)
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_sequences_cpu(data):
+  _device("CPU")
+  # a batch of sequences per example: one compile for all of them
+  for name in data.draw(st.lists(st.sampled_from(list(CORPUS)), min_size=3, max_size=3), label="kernels"):
+    check_opts(name, "CPU", [_draw_sequence(data, name, "CPU") for _ in range(2)])
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_sequences_python(data):
+  _device("PYTHON")
+  name = data.draw(st.sampled_from(list(CORPUS)), label="name")
+  check_opts(name, "PYTHON", [_draw_sequence(data, name, "PYTHON")])
+
+# ***** get_kernel_actions *****
+
+def test_kernel_actions_limits():
+  ast = corpus_kernels("matmul", "CPU")[0][0]
+  k = Kernel(ast, Device["CPU"].renderer)
+  acts = get_kernel_actions(k)
+  assert acts[0] is k and all(i == 0 or search.actions[i-1] == a.applied_opts[-1] for i, a in acts.items())
+  states = [(a.full_shape, tuple(a.axis_types), tuple(a.sts)) for a in acts.values()]
+  assert len(states) == len(set(states)), "duplicate kernels"
+  assert not any(a.applied_opts for a in get_kernel_actions(k, include_0=True).values() if a is k)
+  with Context(BEAM_UPCAST_MAX=4):
+    two = [k2 for k1 in get_kernel_actions(k, include_0=False).values() for k2 in get_kernel_actions(k1, include_0=False).values()]
+    assert two and all(x.upcast_size <= 4 for x in two)
+  # the CPU has no workgroups: no LOCAL, and at most one THREAD split
+  assert not any(a.axes_of(AxisType.LOCAL) for a in acts.values())
+  assert all(len(x.axes_of(AxisType.THREAD)) <= 1 for x in two)
+
+# ***** beam_search *****
+
+SMALL_ACTIONS = [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UNROLL, 0, 4),
+                 Opt(OptOps.THREAD, 0, 2)]
+
+@pytest.fixture
+def small_search(monkeypatch):
+  # the full action list is right for real use, but each CPU compile costs a clang run: a handful keeps the search mechanics and the suite fast
+  monkeypatch.setattr(search, "actions", SMALL_ACTIONS)
+
+def matmul_item(n:int, seed:int=0):
+  rng = np.random.default_rng(seed)
+  a, b = rng.standard_normal((n, n)).astype(np.float32), rng.standard_normal((n, n)).astype(np.float32)
+  si = (Tensor(a) @ Tensor(b)).schedule()[-1]
+  return si, [x.ensure_allocated() for x in si.bufs], a @ b
+
+def best_time(prg:CompiledRunner, bufs, cnt=10) -> float:
+  return min(prg([bufs[i] for i in prg.p.globals], {}, wait=True) or 0.0 for _ in range(cnt))
+
+def test_beam_matmul_fast_correct_cached(small_search):
+  _device("CPU")
+  si, bufs, want = matmul_item(64)
+  renderer = Device["CPU"].renderer
+  with Context(BEAM_CHECK=1, PARALLEL=0):
+    k = beam_search(Kernel(si.ast, renderer), bufs, 2)
+  stats = search.last_stats
+  assert not stats.cache_hit and stats.candidates > 0 and stats.timed > 0 and stats.failures == 0
+  assert stats.best_time <= stats.start_time and k.applied_opts
+  start, best = CompiledRunner(get_program(si.ast, renderer, [])), CompiledRunner(get_program(si.ast, renderer, k.applied_opts))
+  t_start, t_best = best_time(start, bufs), best_time(best, bufs)
+  assert t_best <= t_start * 1.2, f"beam {k.applied_opts} took {t_best*1e6:.1f} us, the start {t_start*1e6:.1f} us"
+  np.testing.assert_allclose(run(best, si.ast, bufs)[0].reshape(64, 64), want, rtol=1e-4, atol=1e-4)
+  # the second search of the same kernel is a cache lookup
+  st = time.perf_counter()
+  k2 = beam_search(Kernel(si.ast, renderer), bufs, 2)
+  assert time.perf_counter() - st < 0.5 and search.last_stats.cache_hit and search.last_stats.candidates == 0
+  assert k2.applied_opts == k.applied_opts
+  # another width is another entry; IGNORE_BEAM_CACHE searches again
+  with Context(IGNORE_BEAM_CACHE=1, PARALLEL=0):
+    beam_search(Kernel(si.ast, renderer), bufs, 2)
+  assert not search.last_stats.cache_hit and search.last_stats.candidates > 0
+
+def test_beam_never_writes_user_buffers(small_search):
+  _device("CPU")
+  si, bufs, _ = matmul_item(16, seed=1)
+  before = [bytes(b.as_buffer()) for b in bufs]
+  with Context(IGNORE_BEAM_CACHE=1, PARALLEL=0): beam_search(Kernel(si.ast, Device["CPU"].renderer), bufs, 2)
+  assert [bytes(b.as_buffer()) for b in bufs] == before
+
+def test_beam_broken_candidates_are_skipped_and_counted(small_search, monkeypatch):
+  _device("CPU")
+  si, bufs, want = matmul_item(32, seed=2)
+  comp = Device["CPU"].compiler
+  real_compile = comp.compile
+  def flaky_compile(src:str) -> bytes:
+    if "acc15 " in src: raise CompileError("injected failure")   # every kernel with 16 accumulators or more
+    return real_compile(src)
+  class FlakyRunner(CompiledRunner):
+    def __call__(self, rawbufs, var_vals, wait=False):
+      if any(o.op is OptOps.THREAD for o in self.p.applied_opts): raise RuntimeError("injected crash")
+      ret = super().__call__(rawbufs, var_vals, wait)
+      if any(o.op is OptOps.UNROLL for o in self.p.applied_opts): rawbufs[0].copyin(memoryview(bytes(rawbufs[0].nbytes)))   # wrong answers
+      return ret
+  monkeypatch.setattr(comp, "compile", flaky_compile)
+  monkeypatch.setattr(search, "CompiledRunner", FlakyRunner)
+  with Context(IGNORE_BEAM_CACHE=1, BEAM_CHECK=1, PARALLEL=0, BEAM_DEBUG=1, DEBUG=2):
+    k = beam_search(Kernel(si.ast, Device["CPU"].renderer), bufs, 3)
+  stats = search.last_stats
+  assert stats.compile_errors > 0 and stats.run_errors > 0 and stats.mismatches > 0, stats
+  monkeypatch.undo()
+  prg = CompiledRunner(get_program(si.ast, Device["CPU"].renderer, k.applied_opts))
+  assert k.applied_opts and "acc15 " not in prg.p.src and not any(o.op in (OptOps.THREAD, OptOps.UNROLL) for o in k.applied_opts)
+  np.testing.assert_allclose(run(prg, si.ast, bufs)[0].reshape(32, 32), want, rtol=1e-4, atol=1e-4)
+
+def test_parallel_compile_pool():
+  _device("CPU")
+  si, _, _ = matmul_item(16, seed=3)
+  k = Kernel(si.ast, Device["CPU"].renderer)
+  cands = list(get_kernel_actions(k, include_0=False).values())[:3]
+  bad = k.copy()
+  bad.applied_opts = [Opt(OptOps.UPCAST, 5, 4)]   # illegal: it fails in the worker, and is counted there
+  stats = search.BeamStats()
+  with Context(PARALLEL=2):
+    got = search._compile_all(cands + [bad], "CPU", time.perf_counter() + 60, stats, False)
+  assert sorted(got) == [0, 1, 2] and stats.compile_errors == 1
+  assert all(got[i][0].ast is cands[i].ast and got[i][1] for i in got)
+
+def test_beam_timeout_returns_a_kernel(small_search):
+  _device("CPU")
+  si, bufs, _ = matmul_item(16, seed=4)
+  with Context(IGNORE_BEAM_CACHE=1, PARALLEL=0, BEAM_TIMEOUT_SEC=0.0):
+    k = beam_search(Kernel(si.ast, Device["CPU"].renderer), bufs, 2)
+  assert k.applied_opts == [] and search.last_stats.timed == 0
+
+# ***** through the whole stack *****
+
+def test_beam_env_end_to_end(small_search, monkeypatch):
+  _device("CPU")
+  calls = []
+  real = search.beam_search
+  monkeypatch.setattr(search, "beam_search", lambda *a, **kw: calls.append(a[2]) or real(*a, **kw))
+  rng = np.random.default_rng(5)
+  a, b = rng.standard_normal((16, 24)).astype(np.float32), rng.standard_normal((24, 8)).astype(np.float32)
+  with Context(BEAM=2):
+    got = (Tensor(a) @ Tensor(b)).numpy()
+  np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+  assert calls == [2]
+  assert any(key[2] == 2 for key in realize.method_cache)
+
+def test_jitbeam_searches_the_captured_kernels(monkeypatch):
+  _device("CPU")
+  calls = []
+  monkeypatch.setattr(search, "beam_search", lambda k, rawbufs, amt, **kw: calls.append(amt) or k)
+  @TinyJit
+  def f(x:Tensor, y:Tensor) -> Tensor: return (x * y + 7).sum(1)
+  rng = np.random.default_rng(6)
+  with Context(JITBEAM=3):
+    for i in range(4):
+      x, y = rng.standard_normal((5, 11)).astype(np.float32), rng.standard_normal((5, 11)).astype(np.float32)
+      np.testing.assert_allclose(f(Tensor(x), Tensor(y)).numpy(), (x * y + 7).sum(1), rtol=1e-5, atol=1e-5)
+      if i == 0: assert calls == [], "the first (uncaptured) call isn't searched"
+  assert calls and all(a == 3 for a in calls)
