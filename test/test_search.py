@@ -222,7 +222,7 @@ def test_beam_broken_candidates_are_skipped_and_counted(small_search, monkeypatc
       return ret
   monkeypatch.setattr(comp, "compile", flaky_compile)
   monkeypatch.setattr(search, "CompiledRunner", FlakyRunner)
-  with Context(IGNORE_BEAM_CACHE=1, BEAM_CHECK=1, PARALLEL=0, BEAM_DEBUG=1, DEBUG=2):
+  with Context(IGNORE_BEAM_CACHE=1, BEAM_CHECK=1, PARALLEL=0):
     k = beam_search(Kernel(si.ast, Device["CPU"].renderer), bufs, 3)
   stats = search.last_stats
   assert stats.compile_errors > 0 and stats.run_errors > 0 and stats.mismatches > 0, stats

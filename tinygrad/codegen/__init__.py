@@ -5,7 +5,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
 from tinygrad.helpers import TRANSCENDENTAL
 from tinygrad.renderer import Renderer
-from tinygrad.codegen.lowerer import lower
+from tinygrad.codegen.lowerer import lower, lower_group_reduces
 from tinygrad.codegen.expander import expand
 from tinygrad.codegen.linearize import pm_reduce_to_acc, linearize
 
@@ -21,7 +21,7 @@ pm_cleanup_gates = PatternMatcher([
 def full_rewrite_to_sink(ast:UOp, opts:Renderer) -> UOp:
   from tinygrad.uop.symbolic import sym
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
-  sink = expand(lower(ast, opts))
+  sink = lower_group_reduces(expand(lower(ast, opts)))
   sink = graph_rewrite(sink, sym + pm_cleanup_gates)
   # accumulators before the device rewrites, so acc + a*b can become one MULACC
   sink = graph_rewrite(sink, pm_reduce_to_acc, itertools.count())

@@ -1,5 +1,6 @@
 # kernel AST (views) -> index maths over loop variables (docs/ir.md stage 3)
 from __future__ import annotations
+import itertools
 from dataclasses import dataclass, field
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, sint
@@ -62,7 +63,7 @@ def get_index(ast:UOp, opts:Renderer) -> LowererContext:
   idx_dtype = dtypes.int64 if needs_int64(ast, full_shape) else dtypes.int32
   idxs: list[UOp] = []
   global_axes = [i for i, t in enumerate(axis_types) if t is AxisType.GLOBAL]
-  local_axes = [i for i, t in enumerate(axis_types) if t is AxisType.LOCAL]
+  local_axes = [i for i, t in enumerate(axis_types) if t in (AxisType.LOCAL, AxisType.GROUP_REDUCE)]
   # on devices with threads the last (up to three) global axes are workgroup ids, gidx0 the innermost; the rest stay loops
   special = {a: f"gidx{len(global_axes)-1-j}" for j, a in enumerate(global_axes) if opts.has_local and j >= len(global_axes)-3}
   special.update({a: f"lidx{len(local_axes)-1-j}" for j, a in enumerate(local_axes) if j >= len(local_axes)-3})
@@ -77,3 +78,37 @@ def get_index(ast:UOp, opts:Renderer) -> LowererContext:
 def lower(ast:UOp, opts:Renderer) -> UOp:
   ctx = get_index(ast, opts)
   return graph_rewrite(ast, pm_lowerer, ctx)
+
+# ***** group reduce: the threads of a workgroup each reduce a part, then combine the parts through shared memory *****
+
+@dataclass
+class GroupContext:
+  local_ids: list[UOp]      # every lidx SPECIAL of the kernel, lidx0 first: a thread's slot in shared memory
+  count: int = 0
+
+def group_reduce(ctx:GroupContext, red:UOp) -> UOp|None:
+  group = [s for s in red.src[1:] if s.op is Ops.SPECIAL]
+  if not group: return None
+  ranges = [s for s in red.src[1:] if s.op is not Ops.SPECIAL]
+  partial = UOp(Ops.REDUCE, red.dtype, (red.src[0], *ranges), red.arg) if ranges else red.src[0]
+  slot, stride = UOp.const(ctx.local_ids[0].dtype, 0), 1
+  for lid in ctx.local_ids:
+    slot, stride = slot + lid * stride, stride * lid.arg[1]
+  lbuf = UOp(Ops.DEFINE_LOCAL, red.dtype.ptr(stride, local=True), (), f"temp{ctx.count}")
+  ctx.count += 1
+  barrier = UOp(Ops.BARRIER, dtypes.void, (lbuf.index(slot).store(partial),))
+  # every thread combines the group's parts (unrolled: groups are small), so every thread holds the result
+  parts = []
+  for combo in itertools.product(*[range(g.arg[1]) for g in group]):
+    other = slot.substitute({g: UOp.const(g.dtype, v) for g, v in zip(group, combo)})
+    parts.append(UOp(Ops.LOAD, red.dtype, (lbuf.index(other), barrier)))
+  ret = parts[0]
+  for p in parts[1:]: ret = ret.alu(red.arg, p)
+  return ret
+
+pm_group_reduce = PatternMatcher([(UPat(Ops.REDUCE, name="red"), group_reduce)])
+
+def lower_group_reduces(sink:UOp) -> UOp:
+  local_ids = sorted([u for u in sink.toposort() if u.op is Ops.SPECIAL and u.arg[0].startswith("lidx")], key=lambda u: u.arg[0])
+  if not local_ids: return sink
+  return graph_rewrite(sink, pm_group_reduce, GroupContext(local_ids))

@@ -41,8 +41,9 @@ def get_program(ast:UOp, renderer:Renderer, opts:list|None=None, rawbufs:list[Bu
       if u.arg[0].startswith("gidx"): global_size[dim] = u.arg[1]
       elif u.arg[0].startswith("lidx"): local_size[dim] = u.arg[1]
   gbufs = sorted([u for u in uops if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
-  outs = sorted({u.src[0].src[0].arg for u in uops if u.op is Ops.STORE and u.src[0].op is Ops.INDEX})
-  ins = sorted({u.src[0].src[0].arg for u in uops if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL})
+  def buf_args(op:Ops) -> list[int]:
+    return sorted({u.src[0].src[0].arg for u in uops if u.op is op and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL})
+  outs, ins = buf_args(Ops.STORE), buf_args(Ops.LOAD)
   vars_ = sorted([u for u in uops if u.op is Ops.DEFINE_VAR], key=lambda v: v.arg[0])
   return ProgramSpec(name, src, renderer.device, ast, uops, global_size, local_size if any(x != 1 for x in local_size) else None,
                      vars_, [u.arg for u in gbufs], outs, ins, Estimates.from_uops(uops, ignore_indexing=True), tuple(k.applied_opts))

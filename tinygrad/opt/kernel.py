@@ -22,11 +22,12 @@ class Opt:
 class KernelOptError(Exception): pass
 
 class AxisType(Enum):
-  THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); REDUCE = auto(); UNROLL = auto(); UPCAST = auto()
+  THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); GROUP_REDUCE = auto(); REDUCE = auto(); UNROLL = auto(); UPCAST = auto()
   def __lt__(self, x:AxisType): return self.value < x.value
 
-REDUCE_TYPES = (AxisType.REDUCE, AxisType.UNROLL)
-COLORS = {AxisType.THREAD: "BLUE", AxisType.GLOBAL: "blue", AxisType.LOCAL: "cyan", AxisType.REDUCE: "red", AxisType.UNROLL: "magenta",
+REDUCE_TYPES = (AxisType.GROUP_REDUCE, AxisType.REDUCE, AxisType.UNROLL)
+COLORS = {AxisType.THREAD: "BLUE", AxisType.GLOBAL: "blue", AxisType.LOCAL: "cyan", AxisType.GROUP_REDUCE: "green", AxisType.REDUCE: "red",
+          AxisType.UNROLL: "magenta",
           AxisType.UPCAST: "yellow"}
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ class Kernel:
 
   def apply_opt(self, opt:Opt, append_opt:bool=True):
     axis = self.real_axis(opt)
-    if opt.op in (OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.LOCAL):
+    if opt.op in (OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP):
       s = self.full_shape[axis]
       check(isinstance(s, int), opt, f"can't split the symbolic axis {s}")
       amt = s if opt.arg == 0 else opt.arg
@@ -151,7 +152,19 @@ class Kernel:
         self._split(axis, s//amt, outer_type=AxisType.THREAD)
       else:
         check(self.opts.has_local, opt, f"{self.opts.device} has no local (workgroup) dimension")
-        self._split(axis, amt, AxisType.LOCAL)
+        check(len(self.axes_of(AxisType.LOCAL, AxisType.GROUP_REDUCE)) < 3, opt, "at most 3 local dimensions")
+        local_size = prod(self.full_shape[i] for i in self.axes_of(AxisType.LOCAL, AxisType.GROUP_REDUCE)) * amt
+        check(self.opts.local_max is None or local_size <= max(self.opts.local_max), opt, f"workgroup of {local_size} threads is too big")
+        if opt.op is OptOps.LOCAL: self._split(axis, amt, AxisType.LOCAL)
+        else:
+          check(self.opts.has_shared, opt, f"{self.opts.device} has no shared memory for a group reduce")
+          check(not self.axes_of(AxisType.GROUP_REDUCE), opt, "one group reduce per kernel")
+          check(amt <= 64, opt, f"group of {amt} > 64: the partial results are combined unrolled")
+          nbytes = local_size * max(r.dtype.itemsize for r in self.reduceops)
+          check(nbytes <= self.opts.shared_max, opt, f"{nbytes} bytes of shared memory > {self.opts.shared_max}")
+          # GROUP: thread g of the group takes elements g, g+amt, ... (adjacent threads read adjacent memory); GROUPTOP: a contiguous chunk
+          if opt.op is OptOps.GROUP: self._split(axis, amt, AxisType.GROUP_REDUCE)
+          else: self._split(axis, s//amt, outer_type=AxisType.GROUP_REDUCE)
     else: raise KernelOptError(f"{opt}: not supported yet on {self.opts.device}")
     self._sort_axes()
     if append_opt: self.applied_opts.append(opt)

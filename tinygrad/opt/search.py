@@ -314,12 +314,13 @@ def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bo
       st.timed += 1
       timed.append((cands[i], tm))
     timed.sort(key=lambda x: x[1])
-    improved = bool(timed) and beam[0][1] - timed[0][1] > min_progress
+    # a faster kernel is always kept; the search goes on only while a round gains more than BEAM_MIN_PROGRESS
+    gain = beam[0][1] - timed[0][1] if timed else 0.0
     if DEBUG >= 2 and timed:
       print(f"beam round {st.rounds:2d} {time.perf_counter()-t0:6.2f}s: {timed[0][1]*1e6:10.2f} us {len(cands):4d} candidates "
             f"{st.failures} failed {timed[0][0].colored_shape()} {timed[0][0].applied_opts}")
-    if not improved: break
-    beam = timed[:amt]
+    if gain > 0: beam = timed[:amt]
+    if gain <= min_progress: break
   best, st.best_time = beam[0]
   st.seconds = time.perf_counter() - t0
   if DEBUG >= 1:
