@@ -167,7 +167,6 @@ def test_expand_half_accumulates_in_float():
   assert g.dtype == dtypes.float16
   np.testing.assert_equal(Tensor(g).numpy(), np.full((1, 3), 4096, np.float16))
 
-@pytest.mark.xfail(reason="codegen bug, not autograd: acc+1.0 is hoisted out of the reduce loop, so Tensor.full((16,), 1.0).sum() is 1", strict=False)
 def test_expand_of_const_gradient():
   # the usual x.expand(...).sum().backward(): the gradient reaching EXPAND is a broadcast constant
   xt = Tensor(np.ones((1, 3), np.float32), requires_grad=True)

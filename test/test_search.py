@@ -1,5 +1,5 @@
 # BEAM search: every legal opt keeps a kernel's result, the search finds fast kernels, caches them, survives broken candidates
-import functools, time
+import functools, os, pathlib, subprocess, sys, time
 from dataclasses import replace
 import numpy as np
 import pytest
@@ -279,3 +279,31 @@ def test_jitbeam_searches_the_captured_kernels(monkeypatch):
       np.testing.assert_allclose(f(Tensor(x), Tensor(y)).numpy(), (x * y + 7).sum(1), rtol=1e-5, atol=1e-5)
       if i == 0: assert calls == [], "the first (uncaptured) call isn't searched"
   assert calls and all(a == 3 for a in calls)
+
+def test_beam_python_device_locals_and_test_size(small_search, monkeypatch, capsys):
+  _device("PYTHON")
+  # the emulator has workgroups: LOCAL joins the moves, and a big grid is timed on a slice of it
+  monkeypatch.setattr(search, "local_actions", [Opt(OptOps.LOCAL, 0, 4), Opt(OptOps.LOCAL, 1, 4), Opt(OptOps.GROUP, 0, 4)])
+  rng = np.random.default_rng(7)
+  a, b = rng.standard_normal((16, 8)).astype(np.float32), rng.standard_normal((8, 16)).astype(np.float32)
+  si = (Tensor(a, device="PYTHON") @ Tensor(b, device="PYTHON")).schedule()[-1]
+  renderer = Device["PYTHON"].renderer
+  kinds = {a.applied_opts[-1].op for a in get_kernel_actions(Kernel(si.ast, renderer), include_0=False).values()}
+  assert {OptOps.LOCAL, OptOps.GROUP} <= kinds and OptOps.THREAD not in kinds
+  with Context(BEAM_CHECK=1, PARALLEL=0, BEAM_TEST_GLOBAL=16, DEBUG=2, BEAM_PROGRESS=1):
+    k = beam_search(Kernel(si.ast, renderer), list(si.bufs), 2)
+  assert search.last_stats.timed > 0 and search.last_stats.failures == 0 and "beam round" in capsys.readouterr().out
+  bufs = [x.ensure_allocated() for x in si.bufs]
+  np.testing.assert_allclose(run(CompiledRunner(get_program(si.ast, renderer, k.applied_opts)), si.ast, bufs)[0].reshape(16, 16), a @ b,
+                             rtol=1e-5, atol=1e-5)
+
+def test_workers_never_rerun_the_users_script(tmp_path):
+  _device("CPU")
+  # spawn/forkserver workers import the parent's __main__: a script without a main guard must still run once, not once per worker
+  script = tmp_path / "script.py"
+  script.write_text("from tinygrad import Tensor\nprint('RUN', flush=True)\nprint((Tensor([[1.0, 2.0], [3.0, 4.0]]) * 2).sum(1).tolist())\n")
+  env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1]), "BEAM": "1", "PARALLEL": "2", "BEAM_UPCAST_MAX": "2",
+         "CACHEDB": str(tmp_path / "cache.db"), "BEAM_TIMEOUT_SEC": "20"}
+  ret = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+  assert ret.returncode == 0, ret.stderr
+  assert ret.stdout.split() == ["RUN", "[6.0,", "14.0]"], ret.stdout + ret.stderr

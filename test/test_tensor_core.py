@@ -385,7 +385,6 @@ def test_inplace_realized(device):
   t *= 2
   assert t.tolist() == [4, 6, 8] and t.uop.base is buf
 
-@pytest.mark.xfail(reason="scheduler: becomes_map sends the outer of two chained ASSIGNs to an ASSIGN, so the second read redoes `+= 1`")
 def test_chained_inplace(device):
   t = Tensor([1, 2, 3]).realize()
   t += 1
@@ -416,7 +415,6 @@ def test_clone_and_contiguous(device):
   assert (a + 0).detach().tolist() == [1, 2, 3]
   assert a.reshape(3, 1).flip(0).contiguous().tolist() == [[3], [2], [1]]
 
-@pytest.mark.xfail(reason="scheduler: CONTIGUOUS of an unchanged view of a realized buffer schedules nothing and is left out of becomes_map")
 def test_contiguous_of_realized(device):
   a = Tensor([1, 2, 3]).realize()
   assert a.contiguous().tolist() == [1, 2, 3]

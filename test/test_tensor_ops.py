@@ -384,8 +384,7 @@ def test_argmax_argmin(device, axis):
   # ties go to the first index
   helper_test_op(None, np.argmax, lambda x: x.argmax(), vals=[[1, 3, 3, 0, 3]], dtypes=(I32,))
 
-_contiguous_noop_bug = pytest.mark.xfail(reason="scheduler: CONTIGUOUS of an unchanged view of a realized buffer is left out of becomes_map")
-@pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 4), 0), ((3, 4), 1), ((2, 3, 4), -2), ((0,), 0), pytest.param((1,), 0, marks=_contiguous_noop_bug),
+@pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 4), 0), ((3, 4), 1), ((2, 3, 4), -2), ((0,), 0), ((1,), 0),
                                         ((), 0)])
 def test_cumsum(device, shape, axis):
   helper_test_op([shape], lambda x: np.cumsum(x, axis=axis if shape else None).reshape(shape), lambda x: x.cumsum(axis), dtypes=(F32, I32), atol=1e-5)

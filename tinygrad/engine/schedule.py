@@ -25,7 +25,8 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   replacement: dict[UOp, UOp] = {}
   for r in realizes:
     if r.op is Ops.ASSIGN:
-      buffer_of[r], replacement[r] = r.src[0].buf_uop, r.src[0]
+      # the target may itself be an earlier ASSIGN of this schedule: the result is the target's buffer view
+      buffer_of[r], replacement[r] = r.src[0].buf_uop, r.src[0].substitute(replacement)
     else:
       buffer_of[r] = buf = UOp.new_buffer(r.device, r.size, r.dtype)  # type: ignore[arg-type]
       replacement[r] = buf.reshape(r.shape)
@@ -66,6 +67,8 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
     if new in replacement: becomes_map[orig] = replacement[new]
     # a view of a realized node (cleanup may have moved it under new movement ops) becomes that view of the buffer
     elif new.op in GroupOp.Movement and (b := new.base) in replacement: becomes_map[orig] = new.substitute({b: replacement[b]})
+    # cleanup found it is already a buffer (CONTIGUOUS or DETACH of a realized view): point at that
+    elif orig is not new and new.base.op is Ops.BUFFER: becomes_map[orig] = new
   return [items[i] for i in order], var_vals, becomes_map
 
 def _toposort_items(deps:list[set[int]]) -> list[int]:

@@ -9,7 +9,8 @@ SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
 # graph cleanups before grouping: autograd markers are no-ops here, and movement chains on consts collapse
 def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
   # CONTIGUOUS of a view that already is a whole contiguous buffer needs no kernel
-  return x if x.base.op is Ops.BUFFER and x.st is not None and x.st.contiguous and x.size == x.base.size else None
+  if x.base.op is Ops.BUFFER and x.st is not None and x.st.contiguous and x.size == x.base.size: return x.base.reshape(x.shape)
+  return None
 
 def split_reduceop(ctx:set[UOp]|None, r:UOp) -> UOp|None:
   # a big reduce with few outputs becomes two: the first has enough outputs to use every core and unroll, the second is small
