@@ -270,3 +270,17 @@ def test_lazy_and_checked():
 
 def test_rules_are_a_pattern_matcher():
   assert Ops.REDUCE_AXIS in pm_gradient.pdict and Ops.EXPAND in pm_gradient.pdict and Ops.POW in pm_gradient.pdict
+
+def test_backward_accumulates_like_torch():
+  torch = pytest.importorskip("torch")
+  xn, wn = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32), np.random.default_rng(4).standard_normal((3, 2)).astype(np.float32)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  xt, wt = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
+  for _ in range(2):
+    (x @ w).relu().sum().backward()
+    (xt @ wt).relu().sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
+  gx, = ((x * x).sum()).gradient(x)
+  np.testing.assert_allclose(gx.numpy(), 2 * xn, rtol=1e-6)
+  with pytest.raises(ValueError, match="needs gradient="): (x * 2).backward()

@@ -810,6 +810,39 @@ class Tensor(MathTrait):
     windows = tiled.pad(lead + ((0, n),)).unflatten(-1, (n, 2*n)).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n), (0, n)))
     return windows.sum(-1).transpose(ax, -1)
 
+  # ***** autograd *****
+  def gradient(self, *targets:Tensor, gradient:Tensor|None=None, materialize_grads:bool=False) -> list[Tensor]:
+    """The gradients of self with respect to targets, as lazy Tensors. self must be a scalar unless gradient (of self's shape) is given.
+    A target self doesn't depend on raises, or gives zeros with materialize_grads."""
+    from tinygrad.gradient import compute_gradient
+    if gradient is None and self.shape != (): raise ValueError(f"gradient of a tensor of shape {self.shape} needs gradient= (only scalars imply 1)")
+    if not all(dtypes.is_float(t.dtype) for t in (self,)+targets):
+      raise TypeError(f"only float tensors have gradients, got {self.dtype} and targets {[t.dtype for t in targets]}")
+    root_grad = Tensor(1.0, self.device, self.dtype) if gradient is None else gradient.cast(self.dtype)
+    if root_grad.shape != self.shape: raise ValueError(f"gradient= has shape {root_grad.shape}, expected this tensor's shape {self.shape}")
+    grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in targets})
+    ret: list[Tensor] = []
+    for i, t in enumerate(targets):
+      if (g := grads.get(t.uop)) is not None: ret.append(Tensor(g))
+      elif materialize_grads: ret.append(t.zeros_like())
+      else: raise RuntimeError(f"target {i} (shape {t.shape}) is not used differentiably by this tensor; pass materialize_grads=True for zeros")
+    return ret
+  def backward(self, gradient:Tensor|None=None) -> Tensor:
+    """Add the gradient of self into .grad of every float tensor with requires_grad that self depends on. Like PyTorch: a scalar self
+    implies gradient 1, grads add up across calls, and a tensor reached only through detach keeps grad None."""
+    from tinygrad.gradient import compute_gradient
+    if gradient is None and self.shape != (): raise ValueError(f"backward of a tensor of shape {self.shape} needs gradient= (only scalars imply 1)")
+    in_graph = self.uop.toposort()
+    params = [t for ref in list(all_tensors) if (t := ref()) is not None and t.requires_grad and dtypes.is_float(t.dtype) and t.uop in in_graph]
+    if not params: raise RuntimeError("backward: no tensor with requires_grad=True is used by this tensor")
+    root_grad = Tensor(1.0, self.device, self.dtype) if gradient is None else gradient.cast(self.dtype)
+    if root_grad.shape != self.shape: raise ValueError(f"gradient= has shape {root_grad.shape}, expected this tensor's shape {self.shape}")
+    grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in params})
+    for t in params:
+      if (g := grads.get(t.uop)) is None: continue
+      t.grad = Tensor(g) if t.grad is None else t.grad.assign(t.grad + Tensor(g))
+    return self
+
   # ***** matmul *****
 
   def dot(self, w:Tensor) -> Tensor:
