@@ -1,11 +1,21 @@
 # the optimizations chosen without search (NOOPT=1 turns them off, BEAM=n searches instead)
 from __future__ import annotations
-import os
+import os, functools
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.uop import Ops
 from tinygrad.helpers import prod, CPU_THREADS, getenv
 
 def cpu_threads() -> int: return CPU_THREADS.value or os.cpu_count() or 1
+
+@functools.cache
+def _cpu_flags() -> str:
+  try: return next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "")
+  except OSError: return ""
+
+def vector_bytes(k:Kernel) -> int:
+  # the SIMD register width the C compiler targets with -march=native
+  if k.opts.device != "CPU": return 16
+  return 64 if " avx512f" in _cpu_flags() else 32 if " avx2" in _cpu_flags() else 16
 
 def _try(k:Kernel, opt:Opt, opts:list[Opt]) -> bool:
   try: k.apply_opt(opt)
@@ -21,20 +31,23 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   if not all(isinstance(s, int) for s in k.full_shape): return opts
   reduce_axes = k.axes_of(AxisType.REDUCE)
   global_axes = k.axes_of(AxisType.GLOBAL)
-  # a reduce with broadcast inputs (matmul, conv): a register tile of outputs, each input value used by several accumulators
-  loads = [u for u in k.ast.toposort() if u.op is Ops.LOAD]
+  # a reduce with broadcast inputs (matmul, conv): a register tile of outputs, each loaded value used by several accumulators.
+  # The axis some input reads contiguously gets a SIMD register's width of lanes, another broadcast axis a few rows.
   view_of = {v.arg: i for i, v in enumerate(k.view_uops)}
-  load_sts = [k.sts[view_of[u.src[1].arg]] for u in loads if u.src[1].arg in view_of]
-  if reduce_axes and len(global_axes) >= 1:
-    broadcast_axes = [j for j, ax in enumerate(global_axes) if any(st.real_strides()[ax] == 0 for st in load_sts)]
+  load_sts = [k.sts[view_of[u.src[1].arg]] for u in k.ast.toposort() if u.op is Ops.LOAD and u.src[1].arg in view_of]
+  if reduce_axes and global_axes:
+    real_strides = [st.real_strides() for st in load_sts]
+    broadcast = [j for j, ax in enumerate(global_axes) if any(rs[ax] == 0 for rs in real_strides)]
+    vec_axis = next((j for j in reversed(broadcast) if any(rs[global_axes[j]] == 1 for rs in real_strides)), None)
+    row_axis = next((j for j in reversed(broadcast) if j != vec_axis), None)
+    width = vector_bytes(k) // max(r.dtype.itemsize for r in k.reduceops)
     tiles = 0
-    for j in reversed(broadcast_axes):
-      if tiles >= 2: break
+    for j, choices in ((vec_axis, (width, width//2, 8, 4)), (row_axis, (8, 4, 3, 2))):
+      if j is None: continue
       s = k.full_shape[k.axes_of(AxisType.GLOBAL)[j]]
-      if isinstance(s, int) and (amt := _largest_divisor(s, (4, 3, 2))) is not None and _try(k, Opt(OptOps.UPCAST, j, amt), opts): tiles += 1
+      if isinstance(s, int) and (amt := _largest_divisor(s, choices)) is not None and _try(k, Opt(OptOps.UPCAST, j, amt), opts): tiles += 1
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
-    if tiles and isinstance(rs, int) and (amt := _largest_divisor(rs, (4, 2))) is not None and rs > amt:
-      _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, amt), opts)
+    if tiles and isinstance(rs, int) and rs > 2 and rs % 2 == 0: _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, 2), opts)
   # a reduce over many elements with few outputs: unroll it so the loop body adds many loaded values at once
   if reduce_axes and not opts:
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
