@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Optimizer benchmark: GEMM, conv2d, softmax, layernorm with the heuristics and with BEAM search, against numpy and PyTorch
+(threads = cores), measured side by side in one run. Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N]"""
+import sys, time, os
+import numpy as np
+from tinygrad import Tensor, Device, Context
+from tinygrad.engine.realize import method_cache
+
+QUICK, NO_BEAM = "--quick" in sys.argv, "--no-beam" in sys.argv
+BEAM_N = int(sys.argv[sys.argv.index("--beam")+1]) if "--beam" in sys.argv else 2
+REPS = 3 if QUICK else 5
+
+def best(fxn, reps=REPS) -> float:
+  fxn()
+  ts = []
+  for _ in range(reps):
+    st = time.perf_counter()
+    fxn()
+    ts.append(time.perf_counter() - st)
+  return min(ts)
+
+def tg(make, beam=0) -> tuple[float, float]:
+  """(best run time, time of the first run: search and compile)"""
+  method_cache.clear()
+  with Context(BEAM=beam):
+    st = time.perf_counter()
+    make().realize()
+    first = time.perf_counter() - st
+    return best(lambda: make().realize()), first
+
+def main():
+  try:
+    import torch
+    torch.set_num_threads(os.cpu_count() or 1)
+  except ImportError: torch = None
+  rng = np.random.default_rng(0)
+  print(f"device {Device.DEFAULT}, {os.cpu_count()} cores, torch {torch.__version__ if torch else 'missing'}")
+  print(f"| {'case':28s} | {'tinygrad':>9s} | {f'BEAM={BEAM_N}':>9s} | {'search s':>8s} | {'numpy':>9s} | {'torch':>9s} | {'vs torch':>8s} |")
+  print("|" + "|".join("-"*(w+2) for w in (28, 9, 9, 8, 9, 9, 8)) + "|")
+  def report(name, unit_work, mk_tg, np_fxn, torch_fxn, unit="GFLOP/s"):
+    t_h, _ = tg(mk_tg)
+    t_b, search = (float("nan"), float("nan")) if NO_BEAM else tg(mk_tg, BEAM_N)
+    t_np = best(np_fxn) if np_fxn else float("nan")
+    t_t = best(torch_fxn) if torch_fxn and torch else float("nan")
+    g = lambda t: unit_work / t / 1e9  # noqa: E731
+    best_tg = min(t_h, t_b) if not NO_BEAM else t_h
+    print(f"| {name:28s} | {g(t_h):9.1f} | {g(t_b):9.1f} | {search:8.1f} | {g(t_np):9.1f} | {g(t_t):9.1f} | {t_t/best_tg:7.2f}x |  {unit}")
+  for N in ((256, 512) if QUICK else (256, 512, 1024, 2048)):
+    an, bn = rng.standard_normal((N, N), dtype=np.float32), rng.standard_normal((N, N), dtype=np.float32)
+    a, b = Tensor(an).realize(), Tensor(bn).realize()
+    np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-3, atol=1e-3)
+    at, bt = (torch.from_numpy(an), torch.from_numpy(bn)) if torch else (None, None)
+    report(f"gemm {N} fp32", 2*N**3, lambda: a @ b, lambda: an @ bn, (lambda: at @ bt) if torch else None)
+  if hasattr(Tensor, "conv2d"):
+    B, C, H = (8, 64, 32) if QUICK else (32, 64, 32)
+    xn, wn = rng.standard_normal((B, C, H, H), dtype=np.float32), rng.standard_normal((C, C, 3, 3), dtype=np.float32)
+    x, w = Tensor(xn).realize(), Tensor(wn).realize()
+    xt, wt = (torch.from_numpy(xn), torch.from_numpy(wn)) if torch else (None, None)
+    flops = 2 * B * C * C * 9 * (H-2) * (H-2)
+    report(f"conv2d b{B} {C}->{C} 3x3 {H}x{H}", flops, lambda: x.conv2d(w), None, (lambda: torch.nn.functional.conv2d(xt, wt)) if torch else None)
+  R, D = (1024, 1024) if QUICK else (4096, 1024)
+  sn = rng.standard_normal((R, D), dtype=np.float32)
+  s = Tensor(sn).realize()
+  st_ = torch.from_numpy(sn) if torch else None
+  def np_softmax():
+    e = np.exp(sn - sn.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+  report(f"softmax {R}x{D}", R*D*4*2, lambda: s.softmax(1) if hasattr(s, "softmax") else (s - s.max(1, keepdim=True)).exp(), np_softmax,
+         (lambda: torch.softmax(st_, 1)) if torch else None, unit="GB/s")
+  def np_layernorm():
+    m = sn.mean(axis=1, keepdims=True)
+    return (sn - m) / np.sqrt(((sn - m)**2).mean(axis=1, keepdims=True) + 1e-5)
+  def tg_layernorm():
+    m = s.mean(1, keepdim=True)
+    return (s - m) * ((s - m).square().mean(1, keepdim=True) + 1e-5).rsqrt()
+  report(f"layernorm {R}x{D}", R*D*4*2, tg_layernorm, np_layernorm,
+         (lambda: torch.nn.functional.layer_norm(st_, (D,))) if torch else None, unit="GB/s")
+
+if __name__ == "__main__": main()
