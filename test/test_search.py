@@ -19,8 +19,9 @@ from tinygrad.opt.search import beam_search, get_kernel_actions
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
-  # searches and compiles land in a throwaway cache, never in the user's
+  # searches and compiles land in a throwaway cache, never in the user's; every search checks its candidates' results
   monkeypatch.setattr(helpers, "CACHEDB", str(tmp_path / "cache.db"))
+  with Context(BEAM_CHECK=1): yield
 
 def _device(name:str) -> str:
   try: Device[name]

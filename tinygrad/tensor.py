@@ -810,6 +810,195 @@ class Tensor(MathTrait):
     windows = tiled.pad(lead + ((0, n),)).unflatten(-1, (n, 2*n)).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n), (0, n)))
     return windows.sum(-1).transpose(ax, -1)
 
+  # ***** creation and randomness (2) *****
+
+  _seed: ClassVar[int] = 67280421310721                # torch's default seed: unseeded runs are reproducible too
+  _rng_state: ClassVar[dict[str, Tensor]] = {}         # per device: a uint64 buffer [seed, number of random calls so far]
+
+  @staticmethod
+  def from_blob(ptr:int, shape:tuple[int, ...]|int, dtype:DTypeLike, device:DeviceLike=None, **kwargs) -> Tensor:
+    """Wrap host memory at address ptr (it must outlive the tensor): no copy, and writes into the tensor land in that memory."""
+    from tinygrad.uop.ops import buffers
+    from tinygrad.device import Buffer
+    shp, dt = ((shape,) if isinstance(shape, int) else tuple(shape)), to_dtype(dtype)
+    _check_shape(shp)
+    if not isinstance(ptr, int) or ptr <= 0: raise ValueError(f"from_blob: ptr must be a positive int address, got {ptr!r}")
+    if not isinstance(dev := _canonical(device), str): raise NotImplementedError(f"from_blob on several devices {dev}")
+    buf_uop = UOp.new_buffer(dev, prod(shp), dt)
+    buffers[buf_uop] = Buffer(dev, prod(shp), dt).allocate(external_ptr=ptr)
+    return Tensor(buf_uop.reshape(shp), **kwargs)
+  @staticmethod
+  def from_uop(y:UOp, **kwargs) -> Tensor:
+    """A Tensor of a UOp: tensor-level UOps directly, symbolic values (a bound Variable, consts and ALU ops on them) as 0-d tensors."""
+    if y.op in (Ops.BIND, Ops.DEFINE_VAR):
+      # a symbolic value has no shape of its own: adding it to a 0-d zero gives it one; kernels read it as a kernel argument
+      dev = _canonical(kwargs.pop("device", None))
+      if not isinstance(dev, str): raise NotImplementedError(f"from_uop on several devices {dev}")
+      return Tensor(_const(0, y.dtype, dev).alu(Ops.ADD, y), **kwargs)
+    if y.op is Ops.CONST and not y.src: return Tensor(y.arg, dtype=y.dtype, **kwargs)
+    if y.op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.IDIV, Ops.MOD) and not any(u.op is Ops.DEVICE for u in y.toposort()):
+      return functools.reduce(lambda a, b: a.alu(y.op, b), [Tensor.from_uop(s, **kwargs) for s in y.src])
+    return Tensor(y, **kwargs)
+  @staticmethod
+  def linspace(start:int|float, end:int|float, steps:int, dtype:DTypeLike|None=None, device:DeviceLike=None, **kwargs) -> Tensor:
+    """steps values from start to end, both included (like torch: the second half counts back from end, so end is exact)."""
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0: raise ValueError(f"linspace: steps must be an int >= 0, got {steps!r}")
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if steps <= 1: return Tensor([start][:steps], device, dt, **kwargs) if steps else Tensor.empty(0, dtype=dt, device=device, **kwargs)
+    step = (end - start) / (steps - 1)
+    fdt = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
+    idx = Tensor.arange(steps, device=device).cast(fdt)
+    ret = (idx < steps // 2).where(idx * step + start, end - (steps - 1 - idx) * step)
+    return Tensor(ret.cast(dt).uop, **kwargs)
+
+  @staticmethod
+  def manual_seed(seed:int=0) -> None:
+    """Seed the generator: after the same seed the same calls give the same numbers, on every device."""
+    if not isinstance(seed, int) or isinstance(seed, bool): raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
+    Tensor._seed, Tensor._rng_state = seed % 2**64, {}
+  @staticmethod
+  def _rng_snapshot(device:str) -> Tensor:
+    # count this call on the device by a kernel (an ASSIGN), so a TinyJit replay counts too, and keep a copy of [seed, call number]
+    # that later writes to the counter can't change: the random kernels of this call read the copy whenever they run
+    if (state := Tensor._rng_state.get(device)) is None:
+      state = Tensor._rng_state[device] = Tensor([Tensor._seed, 0], device, dtypes.uint64).realize()
+    snap = state + Tensor(1, device, dtypes.uint64).reshape(1).pad(((1, 0),))
+    state.assign(snap)
+    Tensor.realize(snap, state)
+    return snap
+  @staticmethod
+  def _random_bits(n:int, device:DeviceLike) -> Tensor:
+    """n random uint32 words: Threefry-2x32 keyed by the seed on the counters (call number << 32) | i; each counter gives two words."""
+    if not isinstance(dev := _canonical(device), str): raise NotImplementedError(f"random numbers on several devices {dev}")
+    snap = Tensor._rng_snapshot(dev)
+    if n == 0: return Tensor.empty(0, dtype=dtypes.uint32, device=dev)
+    half = (n + 1) // 2
+    key, call = snap.shrink(((0, 1),)).expand(half), snap.shrink(((1, 2),)).expand(half)
+    counters = (call << 32) | Tensor.arange(half, device=dev).cast(dtypes.uint64)
+    bits = Tensor(counters.uop.alu(Ops.THREEFRY, key.uop))
+    return (bits & 0xffffffff).cast(dtypes.uint32).cat((bits >> 32).cast(dtypes.uint32)).shrink(((0, n),))
+  @staticmethod
+  def _bits_to_unit(bits:Tensor, dtype:DType) -> Tensor:
+    # the mantissa trick: random mantissa bits under the exponent of 1.0 give a float uniform in [1, 2); minus 1 is exact, so [0, 1)
+    exp_bits, man_bits = dtypes.finfo(dtype)
+    udt = to_dtype(f"uint{8*dtype.itemsize}")
+    one = ((1 << (exp_bits - 1)) - 1) << man_bits
+    word = (bits >> (32 - man_bits)).cast(udt) if man_bits <= 32 else bits.cast(udt) << (man_bits - 32)
+    return (word | one).bitcast(dtype) - 1
+  @staticmethod
+  def _random_args(name:str, shape:tuple, dtype:DTypeLike|None, device:DeviceLike, float_only:bool=True) -> tuple[tuple[int, ...], DType, str]:
+    shp, dt = argfix(*shape), to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in shp): raise TypeError(f"{name}: shape must be ints, got {shp}")
+    _check_shape(shp)
+    if float_only and not dtypes.is_float(dt): raise TypeError(f"{name}: dtype must be a float dtype, got {dt}")
+    if not isinstance(dev := _canonical(device), str): raise NotImplementedError(f"{name} on several devices {dev}")
+    return shp, dt, dev
+  @staticmethod
+  def rand(*shape, device:DeviceLike=None, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
+    """Uniform in [0, 1), computed on the device by Threefry-2x32: the same numbers on every device for the same seed and calls."""
+    shp, dt, dev = Tensor._random_args("rand", shape, dtype, device)
+    return Tensor(Tensor._bits_to_unit(Tensor._random_bits(prod(shp), dev), dt).reshape(shp).uop, **kwargs)
+  @staticmethod
+  def randn(*shape, device:DeviceLike=None, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
+    """Standard normal, by Box-Muller on two uniforms (computed in float32, or float64 for float64)."""
+    shp, dt, dev = Tensor._random_args("randn", shape, dtype, device)
+    fdt = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
+    u = Tensor.rand(2, *shp, device=dev, dtype=fdt)
+    u1, u2 = u.shrink(((0, 1),) + tuple((0, s) for s in shp)).reshape(shp), u.shrink(((1, 2),) + tuple((0, s) for s in shp)).reshape(shp)
+    # 1 - u2 is in (0, 1], so the log is finite
+    return Tensor(((u1 * (2 * math.pi)).cos() * ((1 - u2).log() * -2).sqrt()).cast(dt).uop, **kwargs)
+  @staticmethod
+  def randint(*args, low:int|None=None, high:int|None=None, size:tuple[int, ...]|None=None, dtype:DTypeLike|None=None,
+              device:DeviceLike=None, **kwargs) -> Tensor:
+    """Ints uniform in [low, high). torch style `randint(high, size)` / `randint(low, high, size)`, or tinygrad style
+    `randint(*shape, low=0, high=10)`. The default dtype is int32."""
+    if size is not None or (args and isinstance(args[-1], (tuple, list))):
+      shape, bounds = (size, args) if size is not None else (args[-1], args[:-1])
+      if len(bounds) > 2: raise TypeError(f"randint: expected (high, size) or (low, high, size), got {args}")
+      if len(bounds) == 2: low, high = bounds
+      elif len(bounds) == 1: high = bounds[0]
+    else: shape = args
+    low, high = 0 if low is None else low, 10 if high is None else high
+    shp, dt, dev = Tensor._random_args("randint", tuple(shape), dtype if dtype is not None else dtypes.default_int, device, float_only=False)
+    if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"randint: low and high must be ints, got {low!r} and {high!r}")
+    if high <= low: raise ValueError(f"randint: high must be greater than low, got low={low}, high={high}")
+    if dt == dtypes.bool or low < dtypes.min(dt) or high - 1 > dtypes.max(dt):
+      raise ValueError(f"randint: [{low}, {high}) doesn't fit {dt}, which holds [{dtypes.min(dt)}, {dtypes.max(dt)}]")
+    n, span = prod(shp), high - low
+    if span <= 2**32:
+      # multiply-shift maps a 32-bit word onto [0, span) without a division
+      offset = (Tensor._random_bits(n, dev).cast(dtypes.uint64) * span) >> 32
+    else: offset = (Tensor.rand(n, device=dev, dtype=dtypes.float64) * span).floor().cast(dtypes.uint64).minimum(span - 1)
+    return Tensor((offset.cast(dtypes.int64) + low).cast(dt).reshape(shp).uop, **kwargs)
+  @staticmethod
+  def normal(*shape, mean:float=0.0, std:float=1.0, size:tuple[int, ...]|None=None, dtype:DTypeLike|None=None, device:DeviceLike=None,
+             **kwargs) -> Tensor:
+    """Normal with mean and std: `normal(*shape, mean=, std=)`, or torch style `normal(mean, std, size)`."""
+    if size is None and len(shape) == 3 and isinstance(shape[2], (tuple, list)): mean, std, size = shape
+    elif size is not None and len(shape) == 2: mean, std = shape
+    if std < 0: raise ValueError(f"normal: std must be >= 0, got {std}")
+    return Tensor((std * Tensor.randn(*(shape if size is None else size), dtype=dtype, device=device) + mean).uop, **kwargs)
+  @staticmethod
+  def uniform(*shape, low:float=0.0, high:float=1.0, dtype:DTypeLike|None=None, device:DeviceLike=None, **kwargs) -> Tensor:
+    """Uniform in [low, high)."""
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    return Tensor(((high - low) * Tensor.rand(*shape, device=device, dtype=dt) + low).cast(dt).uop, **kwargs)
+  @staticmethod
+  def scaled_uniform(*shape, **kwargs) -> Tensor:
+    """Uniform in [-1, 1) scaled by 1/sqrt(number of elements)."""
+    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(argfix(*shape)) ** -0.5)
+  @staticmethod
+  def glorot_uniform(*shape, **kwargs) -> Tensor:
+    """Xavier/Glorot uniform: bound sqrt(6 / (fan_in + fan_out)) with fan_out = shape[0], fan_in = the product of the rest."""
+    shp = argfix(*shape)
+    return Tensor.uniform(*shp, low=-1.0, high=1.0, **kwargs).mul((6 / (shp[0] + prod(shp[1:]))) ** 0.5)
+  @staticmethod
+  def kaiming_uniform(*shape, a:float=0.01, **kwargs) -> Tensor:
+    """He uniform for a leaky relu of slope a: bound sqrt(3) * gain / sqrt(fan_in), fan_in = the product of shape[1:]."""
+    shp = argfix(*shape)
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(shp[1:]))
+    return Tensor.uniform(*shp, low=-bound, high=bound, **kwargs)
+  @staticmethod
+  def kaiming_normal(*shape, a:float=0.01, **kwargs) -> Tensor:
+    """He normal for a leaky relu of slope a: std gain / sqrt(fan_in), fan_in = the product of shape[1:]."""
+    shp = argfix(*shape)
+    return Tensor.normal(*shp, mean=0.0, std=math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(shp[1:])), **kwargs)
+  @staticmethod
+  def randperm(n:int, device:DeviceLike=None, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
+    """A random permutation of 0..n-1 (int32 by default): the order that sorts n random words."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0: raise ValueError(f"randperm: n must be an int >= 0, got {n!r}")
+    keys = Tensor._random_bits(n, device).cast(dtypes.int64)
+    return Tensor(keys.argsort().cast(dtype if dtype is not None else dtypes.default_int).uop, **kwargs)
+  def multinomial(self, num_samples:int=1, replacement:bool=False) -> Tensor:
+    """Sample category indices (int32) from rows of non-negative weights, 1-D (num_samples,) or 2-D (rows, num_samples)."""
+    if self.ndim not in (1, 2): raise ValueError(f"multinomial: weights must be 1-D or 2-D, got shape {self.shape}")
+    if not isinstance(num_samples, int) or num_samples <= 0: raise ValueError(f"multinomial: num_samples must be an int > 0, got {num_samples!r}")
+    w = self._to_float().reshape(-1, self.shape[-1])
+    rows, n = w.shape
+    if not replacement and num_samples > n:
+      raise ValueError(f"multinomial: can't take {num_samples} samples without replacement from {n} categories")
+    if replacement:
+      # a sample is the number of cumulative weights (all but the last, which is the total) at or below a uniform times the total
+      cdf = w.cumsum(1)
+      u = Tensor.rand(rows, num_samples, 1, device=self.device, dtype=w.dtype) * cdf[:, -1:].unsqueeze(1)
+      ret = (cdf[:, :-1].unsqueeze(1) <= u).sum(-1)
+    else:
+      # exponential race: the first num_samples to arrive, arrival time Exp(1) / weight, are a draw without replacement
+      arrival = -(1 - Tensor.rand(rows, n, device=self.device, dtype=w.dtype)).log() / w
+      ret = arrival.topk(num_samples, dim=1, largest=False)[1]
+    ret = ret.cast(dtypes.int32)
+    return ret.reshape(num_samples) if self.ndim == 1 else ret
+  def rand_like(self, **kwargs) -> Tensor:
+    kwargs.setdefault("dtype", self.dtype)
+    return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), **kwargs)
+  def randn_like(self, **kwargs) -> Tensor:
+    kwargs.setdefault("dtype", self.dtype)
+    return Tensor.randn(*self.shape, device=kwargs.pop("device", self.device), **kwargs)
+
+  # ***** movement and indexing (2) *****
+
+  # ***** processing *****
+
   # ***** autograd *****
   def gradient(self, *targets:Tensor, gradient:Tensor|None=None, materialize_grads:bool=False) -> list[Tensor]:
     """The gradients of self with respect to targets, as lazy Tensors. self must be a scalar unless gradient (of self's shape) is given.

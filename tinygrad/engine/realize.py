@@ -27,6 +27,7 @@ def get_program(ast:UOp, renderer:Renderer, opts:list|None=None, rawbufs:list[Bu
       from tinygrad.opt.heuristic import hand_coded_optimizations
       for o in hand_coded_optimizations(k): k.apply_opt(o)  # type: ignore[attr-defined]
     except ImportError: pass
+  if DEBUG >= 3: print(f"{k.colored_shape()}  opts: {k.applied_opts}")
   opt_ast = k.get_optimized_ast()
   uops = full_rewrite(opt_ast, renderer)
   name = to_function_name(opt_ast.arg.name) if opt_ast.arg is not None else "kernel"

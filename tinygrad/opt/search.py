@@ -304,8 +304,8 @@ def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bo
   compiled = _compile_all([k], device, math.inf, st, False)
   if 0 in compiled:
     st.start_time, err = bench.time(*compiled[0], None)
+    if err and BEAM_DEBUG: print(f"BEAM: the start kernel failed to run: {err}")
     if not err and BEAM_CHECK: bench.set_reference()
-    elif BEAM_DEBUG: print(f"BEAM: the start kernel failed to run: {err}")
   beam: list[tuple[Kernel, float]] = [(k, st.start_time)]
   seen = {_state(k)}
   min_progress = BEAM_MIN_PROGRESS.value / 1e3
