@@ -132,6 +132,12 @@ class Context(contextlib.ContextDecorator):
 
 DEBUG, IMAGE, BEAM, NOOPT, JIT = ContextVar("DEBUG", 0), ContextVar("IMAGE", 0), ContextVar("BEAM", 0), ContextVar("NOOPT", 0), ContextVar("JIT", 1)
 JITBEAM, VIZ, PROFILE, CACHELEVEL = ContextVar("JITBEAM", 0), ContextVar("VIZ", 0), ContextVar("PROFILE", 0), ContextVar("CACHELEVEL", 2)
+# BEAM search knobs (read by tinygrad/opt/search.py); here so Context() knows them before the search is imported
+BEAM_UPCAST_MAX, BEAM_LOCAL_MAX = ContextVar("BEAM_UPCAST_MAX", 256), ContextVar("BEAM_LOCAL_MAX", 1024)
+BEAM_MIN_PROGRESS, BEAM_TIMEOUT_SEC = ContextVar("BEAM_MIN_PROGRESS", 0.01), ContextVar("BEAM_TIMEOUT_SEC", 60.0)   # ms, s
+BEAM_COMPILE_TIMEOUT, BEAM_TEST_GLOBAL = ContextVar("BEAM_COMPILE_TIMEOUT", 10), ContextVar("BEAM_TEST_GLOBAL", 65536)
+BEAM_DEBUG, BEAM_CHECK, BEAM_PROGRESS = ContextVar("BEAM_DEBUG", 0), ContextVar("BEAM_CHECK", 0), ContextVar("BEAM_PROGRESS", 0)
+IGNORE_BEAM_CACHE, PARALLEL = ContextVar("IGNORE_BEAM_CACHE", 0), ContextVar("PARALLEL", os.cpu_count() or 1)
 TRANSCENDENTAL, AMD_LLVM, CAPTURING = ContextVar("TRANSCENDENTAL", 1), ContextVar("AMD_LLVM", 0), ContextVar("CAPTURING", 1)
 SPLIT_REDUCEOPS, USE_TC, TC_OPT = ContextVar("SPLIT_REDUCEOPS", 1), ContextVar("USE_TC", 1), ContextVar("TC_OPT", 0)
 TC_SELECT = ContextVar("TC_SELECT", -1)

@@ -1,6 +1,6 @@
 # BEAM search: time candidate opt lists on the device and keep the fastest (BEAM=n, JITBEAM=n); the winner is cached on disk
 from __future__ import annotations
-import atexit, contextlib, copy, hashlib, math, multiprocessing, multiprocessing.pool, os, pickle, signal, struct, sys, time
+import atexit, contextlib, copy, hashlib, math, multiprocessing, multiprocessing.pool, pickle, signal, struct, sys, time
 from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, cast
@@ -13,12 +13,8 @@ from tinygrad.renderer import ProgramSpec
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.opt.heuristic import cpu_threads, hand_coded_optimizations
 from tinygrad.engine.realize import get_program, CompiledRunner
-
-BEAM_UPCAST_MAX, BEAM_LOCAL_MAX = ContextVar("BEAM_UPCAST_MAX", 256), ContextVar("BEAM_LOCAL_MAX", 1024)
-BEAM_MIN_PROGRESS, BEAM_TIMEOUT_SEC = ContextVar("BEAM_MIN_PROGRESS", 0.01), ContextVar("BEAM_TIMEOUT_SEC", 60.0)   # ms, s
-BEAM_COMPILE_TIMEOUT, BEAM_TEST_GLOBAL = ContextVar("BEAM_COMPILE_TIMEOUT", 10), ContextVar("BEAM_TEST_GLOBAL", 65536)
-BEAM_DEBUG, BEAM_CHECK, BEAM_PROGRESS = ContextVar("BEAM_DEBUG", 0), ContextVar("BEAM_CHECK", 0), ContextVar("BEAM_PROGRESS", 0)
-IGNORE_BEAM_CACHE, PARALLEL = ContextVar("IGNORE_BEAM_CACHE", 0), ContextVar("PARALLEL", os.cpu_count() or 1)
+from tinygrad.helpers import BEAM_UPCAST_MAX, BEAM_LOCAL_MAX, BEAM_MIN_PROGRESS, BEAM_TIMEOUT_SEC, BEAM_COMPILE_TIMEOUT, BEAM_TEST_GLOBAL  # noqa: F401
+from tinygrad.helpers import BEAM_DEBUG, BEAM_CHECK, BEAM_PROGRESS, IGNORE_BEAM_CACHE, PARALLEL  # noqa: F401
 
 # ***** the moves *****
 
