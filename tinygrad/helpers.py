@@ -141,9 +141,9 @@ IGNORE_BEAM_CACHE, PARALLEL = ContextVar("IGNORE_BEAM_CACHE", 0), ContextVar("PA
 TRANSCENDENTAL, AMD_LLVM, CAPTURING = ContextVar("TRANSCENDENTAL", 1), ContextVar("AMD_LLVM", 0), ContextVar("CAPTURING", 1)
 SPLIT_REDUCEOPS, USE_TC, TC_OPT = ContextVar("SPLIT_REDUCEOPS", 1), ContextVar("USE_TC", 1), ContextVar("TC_OPT", 0)
 TC_SELECT = ContextVar("TC_SELECT", -1)
-DONT_REALIZE_EXPAND, PICKLE_BUFFERS, DEVECTORIZE = ContextVar("DONT_REALIZE_EXPAND", 0), ContextVar("PICKLE_BUFFERS", 1), ContextVar("DEVECTORIZE", 1)
-CPU_THREADS, WINO, TRACEMETA = ContextVar("CPU_THREADS", 0), ContextVar("WINO", 0), ContextVar("TRACEMETA", 1)
-FUSE_ARANGE, FUSE_CONV_BW, LRU = ContextVar("FUSE_ARANGE", 0), ContextVar("FUSE_CONV_BW", 0), ContextVar("LRU", 1)
+PICKLE_BUFFERS = ContextVar("PICKLE_BUFFERS", 1)
+CPU_THREADS, TRACEMETA = ContextVar("CPU_THREADS", 0), ContextVar("TRACEMETA", 1)
+LRU = ContextVar("LRU", 1)
 
 @dataclass(frozen=True)
 class Metadata:

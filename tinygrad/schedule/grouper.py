@@ -2,7 +2,7 @@
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
-from tinygrad.helpers import prod, all_int, ContextVar
+from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS
 
 SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
 
@@ -15,7 +15,7 @@ def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
 def split_reduceop(ctx:set[UOp]|None, r:UOp) -> UOp|None:
   # a big reduce with few outputs becomes two: the first has enough outputs to use every core and unroll, the second is small
   x = r.src[0]
-  if ctx is None or r in ctx or not all_int(x.shape) or prod(r.shape) > 1024: return None
+  if not SPLIT_REDUCEOPS or ctx is None or r in ctx or not all_int(x.shape) or prod(r.shape) > 1024: return None
   if prod(x.shape) // max(prod(r.shape), 1) < SPLIT_REDUCE_MIN.value: return None
   for a in r.axis_arg:
     if (split := next((s for s in (256, 128, 64, 32, 16) if x.shape[a] % s == 0 and x.shape[a] // s >= 256), None)) is None: continue
