@@ -39,7 +39,9 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     real_strides = [st.real_strides() for st in load_sts]
     broadcast = [j for j, ax in enumerate(global_axes) if any(rs[ax] == 0 for rs in real_strides)]
     vec_axis = next((j for j in reversed(broadcast) if any(rs[global_axes[j]] == 1 for rs in real_strides)), None)
-    row_axis = next((j for j in reversed(broadcast) if j != vec_axis), None)
+    # rows: another broadcast axis, one read contiguously if there is one (a packed operand), else the innermost
+    rest = [j for j in broadcast if j != vec_axis]
+    row_axis = next((j for j in reversed(rest) if any(rs[global_axes[j]] == 1 for rs in real_strides)), rest[-1] if rest else None)
     width = vector_bytes(k) // max(r.dtype.itemsize for r in k.reduceops)
     tiles = 0
     for j, choices in ((vec_axis, (width, width//2, 8, 4)), (row_axis, (8, 4, 3, 2))):
