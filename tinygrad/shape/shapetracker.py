@@ -1,4 +1,5 @@
 from __future__ import annotations
+import functools
 from dataclasses import dataclass
 from typing import Sequence
 from tinygrad.uop import Ops
@@ -26,6 +27,11 @@ def views_to_indexed_uops(views:tuple[View, ...], idxs:Sequence[UOp]|None=None) 
       acc = acc * s
     idx, valid = v.to_indexed_uops(sub[::-1], valid)
   return idx, valid
+
+@functools.cache
+def _simplified_indexed_uops(views:tuple[View, ...], idxs:tuple[UOp, ...]) -> tuple[UOp, UOp]:
+  idx, valid = views_to_indexed_uops(views, idxs)
+  return idx.simplify(), valid.simplify()
 
 @dataclass(frozen=True, order=True)
 class ShapeTracker:
@@ -84,8 +90,7 @@ class ShapeTracker:
   def to_indexed_uops(self, _idxs:Sequence[UOp]|None=None) -> tuple[UOp, UOp]:
     # default loop variables are int64 when some index may not fit in int32
     if _idxs is None: _idxs = [UOp.range(dtypes.int64 if self.needs_int64() else dtypes.int, s, i) for i, s in enumerate(self.shape)]
-    idx, valid = views_to_indexed_uops(self.views, _idxs)
-    return idx.simplify(), valid.simplify()
+    return _simplified_indexed_uops(self.views, tuple(_idxs))
 
   def real_size(self) -> int:
     # 1 + the largest buffer index over the valid region of the first view (the views above can only read less)

@@ -201,8 +201,8 @@ class View:
     mask = tuple((s-e, s-b) if f else (b, e) for f, (b, e), s in zip(arg, self.mask, self.shape)) if self.mask is not None else None
     return View.create(self.shape, strides, offset, mask)
 
-  def reshape(self, new_shape:tuple[sint, ...]) -> View|None:
-    new_shape = tuple(new_shape)
+  def reshape(self, new_shape:tuple[sint, ...]) -> View|None: return _reshape(self, tuple(new_shape))
+  def _reshape(self, new_shape:tuple[sint, ...]) -> View|None:
     if self.shape == new_shape: return self
     if any(not resolve(s >= 0) for s in new_shape): raise ValueError(f"reshape from {self.shape} to {new_shape}: negative dimension")
     old_sz, new_sz = prod(self.shape), prod(new_shape)
@@ -244,7 +244,8 @@ class View:
 
   # ***** merging, inverting, minifying *****
 
-  def __add__(self, vm1:View) -> View|None:
+  def __add__(self, vm1:View) -> View|None: return _add(self, vm1)
+  def _add(self, vm1:View) -> View|None:
     # self applied on top of vm1: self's (flat) index addresses the positions of vm1.shape
     top, low = self, vm1
     if low.contiguous: return top
@@ -283,6 +284,12 @@ class View:
       if (nv := ret.reshape(ret.shape[:i] + (ret.shape[i]*ret.shape[i+1],) + ret.shape[i+2:])) is not None: ret = nv
       else: i += 1
     return ret
+
+# views are immutable, so their slow methods are cached (errors are raised again each time)
+@functools.cache
+def _reshape(v:View, new_shape:tuple[sint, ...]) -> View|None: return v._reshape(new_shape)
+@functools.cache
+def _add(top:View, low:View) -> View|None: return top._add(low)
 
 @functools.cache
 def _create(shape:tuple[sint, ...], strides:tuple[sint, ...]|None, offset:sint, mask:tuple[tuple[sint, sint], ...]|None) -> View:
