@@ -1,10 +1,17 @@
 # turn one group of the tensor graph into a kernel AST: SINK(STORE(DEFINE_GLOBAL, VIEW, value)) (docs/ir.md stage 2)
 from __future__ import annotations
+import functools
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from tinygrad.shape.shapetracker import ShapeTracker
 from tinygrad.schedule.grouper import kernel_body
+
+@functools.lru_cache(maxsize=8192)
+def _unbound_view(st:ShapeTracker) -> tuple[UOp, dict[UOp, int]]:
+  # the VIEW of an AST: simplified, with bound variables replaced by their DEFINE_VARs (values returned). Cached: kernels repeat views
+  ust, var_vals = st.simplify().unbind()
+  return ust.to_uop(), var_vals
 
 def _masked(st:ShapeTracker) -> bool: return any(v.mask is not None for v in st.views)
 
@@ -26,9 +33,9 @@ class KernelBuilder:
     return self.globals[buf]
 
   def view(self, st:ShapeTracker) -> UOp:
-    st, var_vals = st.simplify().unbind()
-    self.var_vals.update(var_vals)
-    return st.to_uop()
+    vu, var_vals = _unbound_view(st)
+    if var_vals: self.var_vals.update(var_vals)
+    return vu
 
   def build(self) -> UOp:
     root = self.root
