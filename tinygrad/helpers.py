@@ -144,6 +144,8 @@ TC_SELECT = ContextVar("TC_SELECT", -1)
 PICKLE_BUFFERS = ContextVar("PICKLE_BUFFERS", 1)
 CPU_THREADS, TRACEMETA = ContextVar("CPU_THREADS", 0), ContextVar("TRACEMETA", 1)
 LRU = ContextVar("LRU", 1)
+# CPU matmuls with at least this many multiply-adds copy their operands into tile-major layouts first (Tensor.dot)
+PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 32)
 
 @dataclass(frozen=True)
 class Metadata:
