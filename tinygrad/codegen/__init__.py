@@ -6,7 +6,7 @@ from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
 from tinygrad.helpers import TRANSCENDENTAL
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.lowerer import lower, lower_group_reduces
-from tinygrad.codegen.expander import expand
+from tinygrad.codegen.expander import expand, pm_wmma_acc
 from tinygrad.codegen.linearize import pm_reduce_to_acc, linearize
 
 def _drop_true_gate(buf:UOp, idx:UOp, gate:UOp) -> UOp|None: return buf.index(idx) if gate.op is Ops.CONST and gate.arg is True else None
@@ -23,8 +23,8 @@ def full_rewrite_to_sink(ast:UOp, opts:Renderer) -> UOp:
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
   sink = lower_group_reduces(expand(lower(ast, opts)))
   sink = graph_rewrite(sink, sym + pm_cleanup_gates)
-  # accumulators before the device rewrites, so acc + a*b can become one MULACC
-  sink = graph_rewrite(sink, pm_reduce_to_acc, itertools.count())
+  # accumulators before the device rewrites, so acc + a*b can become one MULACC (and acc + WMMA the WMMA's own accumulate)
+  sink = graph_rewrite(sink, pm_reduce_to_acc + pm_wmma_acc, itertools.count())
   supported = set(opts.code_for_op) if opts.code_for_op else set()
   sink = graph_rewrite(sink, sym + get_late_rewrite_patterns(supported, TRANSCENDENTAL >= 2))
   if opts.extra_matcher is not None: sink = graph_rewrite(sink, opts.extra_matcher)

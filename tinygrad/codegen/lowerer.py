@@ -3,7 +3,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, sint
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, sint, KernelInfo, AxisType
 from tinygrad.dtype import dtypes, DType, PtrDType
 from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
@@ -13,6 +13,7 @@ class LowererContext:
   idxs: list[UOp]                 # one loop variable (RANGE or SPECIAL) per axis
   idx_dtype: DType
   reduce_ranges: dict[int, UOp] = field(default_factory=dict)
+  wmma: tuple|None = None         # KernelInfo.tensor_core: the reduce becomes a WMMA
 
 def _indexed(ctx:LowererContext, view:UOp) -> tuple[UOp, UOp]:
   st = view.arg
@@ -37,7 +38,15 @@ def lower_const(ctx:LowererContext, c:UOp, view:UOp) -> UOp:
   return val if _is_true(valid) else valid.where(val, UOp.const(c.dtype, 0))
 
 def lower_reduce(ctx:LowererContext, r:UOp) -> UOp:
-  return UOp(Ops.REDUCE, r.dtype, (r.src[0],) + tuple(ctx.idxs[a] for a in r.axis_arg), r.arg[0])
+  if ctx.wmma is None: return UOp(Ops.REDUCE, r.dtype, (r.src[0],) + tuple(ctx.idxs[a] for a in r.axis_arg), r.arg[0])
+  # a tensor core reduce: a scalar WMMA stands for the product summed over the K lanes (the expander builds the real one from every lane);
+  # the REDUCE is left with the loop over the rest of K
+  from tinygrad.renderer.tc import mul_factors, tc_operand
+  facs, dtype_in, k_lanes = mul_factors(r.src[0]), ctx.wmma[2], {a for a, _ in ctx.wmma[7]}
+  ops = [tc_operand(f, dtype_in) for f in facs] if facs is not None else []
+  if len(ops) != 2 or ops[0] is None or ops[1] is None: raise RuntimeError(f"a tensor core reduce needs a product of {dtype_in}, got {r.src[0]}")
+  wmma = UOp(Ops.WMMA, r.dtype, (ops[0], ops[1], UOp.const(r.dtype, 0)), ctx.wmma)
+  return UOp(Ops.REDUCE, r.dtype, (wmma,) + tuple(ctx.idxs[a] for a in r.axis_arg if a not in k_lanes), Ops.ADD)
 
 pm_lowerer = PatternMatcher([
   (UPat(Ops.LOAD, src=(UPat(Ops.DEFINE_GLOBAL, name="buf"), UPat(Ops.VIEW, name="view")), name="x"), lower_load),
@@ -56,7 +65,6 @@ def needs_int64(ast:UOp, full_shape:tuple[sint, ...]) -> bool:
   return False
 
 def get_index(ast:UOp, opts:Renderer) -> LowererContext:
-  from tinygrad.opt.kernel import KernelInfo, AxisType
   full_shape = ast.full_shape
   info = ast.arg if isinstance(ast.arg, KernelInfo) and len(ast.arg.axis_types) == len(full_shape) else None
   axis_types = info.axis_types if info is not None else tuple(AxisType.GLOBAL for _ in full_shape)
@@ -73,7 +81,7 @@ def get_index(ast:UOp, opts:Renderer) -> LowererContext:
     # register axes: a placeholder per lane, expanded into copies of the graph by the expander
     elif t in (AxisType.UPCAST, AxisType.UNROLL): idxs.append(UOp(Ops.UNROLL, idx_dtype, (), (i, s)))
     else: idxs.append(UOp.range(idx_dtype, s, i))
-  return LowererContext(idxs, idx_dtype)
+  return LowererContext(idxs, idx_dtype, wmma=info.tensor_core if info is not None else None)
 
 def lower(ast:UOp, opts:Renderer) -> UOp:
   ctx = get_index(ast, opts)

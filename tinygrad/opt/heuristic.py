@@ -3,7 +3,7 @@ from __future__ import annotations
 import os, functools
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.uop import Ops
-from tinygrad.helpers import prod, CPU_THREADS, getenv
+from tinygrad.helpers import prod, CPU_THREADS, getenv, USE_TC, TC_SELECT, TC_OPT
 
 def cpu_threads() -> int: return CPU_THREADS.value or os.cpu_count() or 1
 
@@ -29,6 +29,8 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   k = k.copy()
   opts: list[Opt] = []
   if not all(isinstance(s, int) for s in k.full_shape): return opts
+  # a matmul the device has a tensor core for runs on it (the first (N, M, K) axis choice that fits)
+  if USE_TC and k.opts.tensor_cores and _try(k, Opt(OptOps.TC, 0, (TC_SELECT.value, TC_OPT.value)), opts): return opts
   reduce_axes = k.axes_of(AxisType.REDUCE)
   global_axes = k.axes_of(AxisType.GLOBAL)
   # a reduce with broadcast inputs (matmul, conv): a register tile of outputs, each loaded value used by several accumulators.

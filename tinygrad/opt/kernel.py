@@ -2,10 +2,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, auto
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, resolve, sint
+from tinygrad.uop.ops import UOp, resolve, sint, AxisType, KernelInfo
 from tinygrad.helpers import to_function_name, colored, prod
 from tinygrad.shape.shapetracker import ShapeTracker
 from tinygrad.renderer import Renderer
+from tinygrad.opt.tc import TensorCore
 
 class OptOps(Enum):
   TC = auto(); UPCAST = auto(); UNROLL = auto(); LOCAL = auto(); GROUP = auto(); GROUPTOP = auto(); NOLOCALS = auto(); PADTO = auto(); SWAP = auto()
@@ -21,22 +22,10 @@ class Opt:
 
 class KernelOptError(Exception): pass
 
-class AxisType(Enum):
-  THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); GROUP_REDUCE = auto(); REDUCE = auto(); UNROLL = auto(); UPCAST = auto()
-  def __lt__(self, x:AxisType): return self.value < x.value
-
 REDUCE_TYPES = (AxisType.GROUP_REDUCE, AxisType.REDUCE, AxisType.UNROLL)
 COLORS = {AxisType.THREAD: "BLUE", AxisType.GLOBAL: "blue", AxisType.LOCAL: "cyan", AxisType.GROUP_REDUCE: "green", AxisType.REDUCE: "red",
           AxisType.UNROLL: "magenta",
           AxisType.UPCAST: "yellow"}
-
-@dataclass(frozen=True)
-class KernelInfo:
-  name: str = "test"
-  axis_types: tuple[AxisType, ...] = ()
-  applied_opts: tuple[Opt, ...] = ()
-  @property
-  def global_dims(self) -> int: return sum(1 for a in self.axis_types if a in (AxisType.GLOBAL, AxisType.THREAD))
 
 def check(cond:bool, opt:Opt|str, reason:str):
   if not cond: raise KernelOptError(f"{opt}: {reason}")
@@ -48,6 +37,7 @@ class Kernel:
     if ast.op is not Ops.SINK: raise ValueError(f"a Kernel needs a SINK ast, got {ast.op}")
     self.ast, self.opts = ast, opts if opts is not None else Renderer()
     self.applied_opts: list[Opt] = []
+    self.tensor_core: TensorCore|None = None
     self.reduceops = [u for u in ast.toposort() if u.op is Ops.REDUCE_AXIS]
     self.view_uops = [u for u in ast.toposort() if u.op is Ops.VIEW]
     sts: list[ShapeTracker] = [v.arg for v in self.view_uops]
@@ -63,6 +53,7 @@ class Kernel:
     ret = Kernel.__new__(Kernel)
     ret.ast, ret.opts, ret.applied_opts, ret.reduceops, ret.view_uops = self.ast, self.opts, self.applied_opts[:], self.reduceops, self.view_uops
     ret.sts, ret.full_shape, ret.axis_types = self.sts[:], self.full_shape, self.axis_types[:]
+    ret.tensor_core = self.tensor_core
     return ret
 
   # *** shape bookkeeping ***
@@ -133,8 +124,12 @@ class Kernel:
     return ax[opt.axis]
 
   def apply_opt(self, opt:Opt, append_opt:bool=True):
-    axis = self.real_axis(opt)
-    if opt.op in (OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP):
+    axis = -1 if opt.op is OptOps.TC else self.real_axis(opt)
+    if self.tensor_core is not None:
+      check(axis not in self.tc_axes(), opt, "that axis belongs to the tensor core")
+      check(opt.op not in (OptOps.GROUP, OptOps.GROUPTOP), opt, "no group reduce with a tensor core")
+    if opt.op is OptOps.TC: self._apply_tc(opt)
+    elif opt.op in (OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP):
       s = self.full_shape[axis]
       check(isinstance(s, int), opt, f"can't split the symbolic axis {s}")
       amt = s if opt.arg == 0 else opt.arg
@@ -169,6 +164,96 @@ class Kernel:
     self._sort_axes()
     if append_opt: self.applied_opts.append(opt)
 
+  # *** tensor cores (the layouts and how views use them: tinygrad/opt/tc.py) ***
+  def tc_axes(self) -> list[int]:
+    """The tensor core's axes: the warp (the last LOCAL axis), its K lanes (the last UNROLL axes), C's lanes (the last UPCAST axes).
+    TC is the first opt and later splits only make axes that sort before these, so they stay last of their kind."""
+    if (tc := self.tensor_core) is None: return []
+    unroll, upcast = self.axes_of(AxisType.UNROLL), self.axes_of(AxisType.UPCAST)
+    return self.axes_of(AxisType.LOCAL)[-1:] + unroll[len(unroll)-tc.reduce_bits:] + upcast[len(upcast)-tc.upcast_bits:]
+
+  def _apply_tc(self, opt:Opt) -> None:
+    from tinygrad.opt.tc import mul_factors, tc_operand
+    check(isinstance(opt.arg, tuple) and len(opt.arg) == 2, opt, "the arg is (tc_select, tc_opt)")
+    assert isinstance(opt.arg, tuple)
+    tc_select, tc_opt = opt.arg
+    check(not self.applied_opts, opt, "the tensor core must be the first opt")
+    check(bool(self.opts.tensor_cores) and self.opts.has_local, opt, f"{self.opts.device} has no tensor cores")
+    check(tc_opt in (0, 1), opt, f"tc_opt is 0 (the factors are loads) or 1 (any elementwise factors), got {tc_opt}; padding isn't supported")
+    check(all(isinstance(s, int) for s in self.full_shape), opt, "no tensor cores for symbolic shapes")
+    r = self.reduceops[0] if len(self.reduceops) == 1 else None
+    facs = mul_factors(r.src[0]) if r is not None and r.arg[0] is Ops.ADD else None
+    check(r is not None and facs is not None, opt, "TC on a non-matmul kernel: it needs one ADD reduce of a product")
+    assert r is not None and facs is not None
+    views = {v: i for i, v in enumerate(self.view_uops)}
+    fviews = [[views[v] for v in f.toposort() if v.op is Ops.VIEW] for f in facs]
+    # a view both factors read must read the same element for every role's layout: a broadcast constant
+    shared = [self.sts[i].views for i in set(fviews[0]) & set(fviews[1])]
+    check(all(len(v) == 1 and v[0].mask is None and all(resolve(st == 0) for st in v[0].strides) for v in shared), opt,
+          "TC on a non-matmul kernel: both factors read one view")
+    strides = [st.real_strides() for st in self.sts]
+    def bcast(f:int, ax:int) -> bool: return all(strides[i][ax] == 0 for i in fviews[f])
+    # A (M x K) is the first factor: broadcast along N, B (K x N) along M
+    ns = [ax for ax in self.axes_of(AxisType.GLOBAL) if bcast(0, ax) and not bcast(1, ax)]
+    ms = [ax for ax in self.axes_of(AxisType.GLOBAL) if bcast(1, ax) and not bcast(0, ax)]
+    ks = [ax for ax in self.axes_of(AxisType.REDUCE) if not bcast(0, ax) and not bcast(1, ax)]
+    choices = [(n, m, k) for n in ns for m in ms for k in ks]
+    check(bool(choices), opt, f"TC on a non-matmul kernel: no N, M and K axes (candidates N {ns}, M {ms}, K {ks})")
+    check(opt.axis is not None and 0 <= opt.axis < len(choices), opt, f"axis {opt.axis}: there are {len(choices)} (N, M, K) axis choices {choices}")
+    assert opt.axis is not None
+    tile = dict(zip("nmk", choices[opt.axis]))
+    cands = list(self.opts.tensor_cores) if tc_select == -1 else self.opts.tensor_cores[tc_select:tc_select+1] if tc_select >= 0 else []
+    check(bool(cands), opt, f"tc_select {tc_select}: {self.opts.device} has {len(self.opts.tensor_cores)} tensor cores")
+    reasons: list[str] = []
+    for tc in cands:
+      ops = [tc_operand(f, tc.dtype_in) for f in facs]
+      if any(o is None for o in ops) or r.dtype != tc.dtype_out:
+        reasons.append(f"{tc.name} takes {tc.dtype_in.name} * {tc.dtype_in.name} -> {tc.dtype_out.name}, "
+                       f"the kernel is {facs[0].dtype.name} * {facs[1].dtype.name} -> {r.dtype.name}")
+      elif tc_opt == 0 and any(o is not None and o.op is not Ops.LOAD for o in ops):
+        reasons.append(f"{tc.name}: with tc_opt=0 the factors must be loads, got {[o.op for o in ops if o is not None]}")
+      elif (bad := [f"{d.upper()} axis {tile[d]} of size {self.full_shape[tile[d]]} is not a multiple of {tc.name}'s {d.upper()}={sz}"
+                    for d, sz in zip("nmk", tc.dims) if self.full_shape[tile[d]] % sz != 0]):
+        reasons.append("; ".join(bad))
+      elif self.opts.local_max is not None and tc.threads > max(self.opts.local_max): reasons.append(f"a warp of {tc.threads} threads is too big")
+      else:
+        self._tc_transform(tc, tile, fviews)
+        return
+    raise KernelOptError(f"{opt}: " + " | ".join(reasons))
+
+  def _tc_transform(self, tc:TensorCore, tile:dict[str, int], fviews:list[list[int]]) -> None:
+    # every tile axis becomes (outer, bits...), then each view takes the new axes' bits from the tile bits its role's layout says
+    size = dict(zip("nmk", tc.dims))
+    nbits = {d: s.bit_length()-1 for d, s in size.items()}
+    dim_of = {ax: d for d, ax in tile.items()}
+    labels: list[tuple[str, int]] = []
+    for i in range(self.shape_len): labels += [("ax", i)] + ([(dim_of[i], j) for j in reversed(range(nbits[dim_of[i]]))] if i in dim_of else [])
+    pos = {lb: p for p, lb in enumerate(labels)}
+    threads, nt = tc.threads, tc.threads.bit_length()-1
+    kbits = [f"t{i}" for i in reversed(range(nt))] + [f"r{j}" for j in reversed(range(tc.reduce_bits))] + \
+            [f"u{j}" for j in reversed(range(tc.upcast_bits))]
+    perm = {op: [pos[("ax", i)] for i in range(self.shape_len)] + [pos[tc.bit_sources(op)[b]] for b in kbits] for op in "abc"}
+    def split(sh:tuple[sint, ...]) -> tuple[sint, ...]:
+      out: list[sint] = []
+      for i, s in enumerate(sh):
+        if i not in dim_of: out.append(s)
+        elif resolve(s == 1): out += [1] * (1 + nbits[dim_of[i]])
+        else: out += [s // size[dim_of[i]]] + [2] * nbits[dim_of[i]]
+      return tuple(out)
+    role = {i: op for op, vs in zip("ab", fviews) for i in vs}
+    n = self.shape_len
+    new_sts = []
+    for i, st in enumerate(self.sts):
+      st = st.reshape(split(st.shape)).permute(tuple(perm[role.get(i, "c")]))
+      new_sts.append(st.reshape(st.shape[:n] + (prod(st.shape[n:n+nt]),) + st.shape[n+nt:]))
+    full = split(self.full_shape)
+    shape = [full[pos[("ax", i)]] for i in range(n)] + [threads] + [2] * (tc.reduce_bits + tc.upcast_bits)
+    types = self.axis_types[:] + [AxisType.LOCAL] + [AxisType.UNROLL] * tc.reduce_bits + [AxisType.UPCAST] * tc.upcast_bits
+    # tile axes that were exactly one tile leave outer axes of size 1
+    keep = [j for j, s in enumerate(shape) if j >= n or resolve(s != 1)]
+    self._set([st.reshape(tuple(st.shape[j] for j in keep)) for st in new_sts], [shape[j] for j in keep], [types[j] for j in keep])
+    self.tensor_core = tc
+
   # *** output ***
   def name(self) -> str:
     kind = "r" if self.reduceops else "E"
@@ -182,5 +267,14 @@ class Kernel:
     new_ast = self.ast.substitute({v: st.to_uop() for v, st in zip(self.view_uops, self.sts)})
     raxes = tuple(self.axes_of(*REDUCE_TYPES))
     new_ast = new_ast.substitute({r: UOp(Ops.REDUCE_AXIS, r.dtype, r.src, (r.arg[0], raxes)) for r in new_ast.toposort() if r.op is Ops.REDUCE_AXIS})
-    return new_ast.replace(arg=KernelInfo(to_function_name(self.name()), tuple(self.axis_types), tuple(self.applied_opts)))
+    return new_ast.replace(arg=KernelInfo(to_function_name(self.name()), tuple(self.axis_types), tuple(self.applied_opts), self._wmma_arg()))
+
+  def _wmma_arg(self) -> tuple|None:
+    if (tc := self.tensor_core) is None: return None
+    axes = self.tc_axes()[1:]
+    lane_axis = {f"r{j}": axes[tc.reduce_bits-1-j] for j in range(tc.reduce_bits)} | \
+                {f"u{j}": axes[tc.reduce_bits+tc.upcast_bits-1-j] for j in range(tc.upcast_bits)}
+    lanes = tuple(tuple((lane_axis[b], 2) for b in tc.lanes(op)) for op in "abc")
+    k_lanes = tuple((lane_axis[f"r{j}"], 2) for j in range(tc.reduce_bits))
+    return (tc.name, tc.dims, tc.dtype_in, tc.dtype_out, tc.device, tc.threads, lanes, k_lanes)
 

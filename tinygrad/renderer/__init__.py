@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Any
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher, sym_infer, sint
+from tinygrad.helpers import prod
 
 @dataclass(frozen=True)
 class Estimates:
@@ -38,6 +39,8 @@ class Estimates:
         buf = u.src[0].src[0] if u.src[0].op is Ops.INDEX else u.src[0]
         if isinstance(buf.dtype, PtrDType) and not buf.dtype.local: lds = lds + (u.dtype if u.op is Ops.LOAD else u.src[1].dtype).itemsize * mults
       elif u.op in GroupOp.ALU and u not in dont_count: flops = flops + (mults * (2 if u.op is Ops.MULACC else 1)) * u.dtype.count
+      # a WMMA is N*M*K multiply-adds shared by the threads of a warp
+      elif u.op is Ops.WMMA: flops = flops + mults * 2 * prod(u.arg[1]) // u.arg[5]
     return Estimates(flops, lds, lds)
 
 @dataclass

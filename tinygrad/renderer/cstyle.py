@@ -7,6 +7,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate
 from tinygrad.renderer import Renderer
 from tinygrad.helpers import prod
+from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, metal_tcs, intel_tcs
 
 # ***** helpers shared by the renderers (and the PYTHON device) *****
 
@@ -98,8 +99,6 @@ def _render_gep(ctx:CStyleCtx, x:UOp) -> str:
   if len(x.arg) == 1: return ctx.lane(x.src[0], x.arg[0])
   return ctx.ren.render_vectorize([ctx.lane(x.src[0], i) for i in x.arg], x.dtype)
 
-def _no_wmma(ctx:CStyleCtx, x:UOp) -> str: raise NotImplementedError(f"{type(ctx.ren).__name__} can't render WMMA yet: {x.arg}")
-
 base_rewrite = PatternMatcher([
   (UPat(Ops.CONST, name="x"), lambda ctx, x: ctx.ren.render_const(x.arg, x.dtype)),
   (UPat(Ops.VCONST, name="x"), lambda ctx, x: ctx.ren.render_vectorize([ctx.ren.render_const(a, x.dtype.scalar()) for a in x.arg], x.dtype)),
@@ -119,7 +118,7 @@ base_rewrite = PatternMatcher([
   (UPat(Ops.VECTORIZE, name="x"), lambda ctx, x: ctx.ren.render_vectorize([ctx.r[s] for s in x.src], x.dtype)),
   (UPat(Ops.GEP, name="x"), _render_gep),
   (UPat(GroupOp.ALU, name="x"), lambda ctx, x: ctx.ren.render_alu(ctx, x)),
-  (UPat(Ops.WMMA, name="x"), _no_wmma),
+  (UPat(Ops.WMMA, name="x"), lambda ctx, x: ctx.ren.render_wmma(ctx, x)),
   (UPat(Ops.NOOP, name="x"), lambda ctx, x: ctx.r[x.src[0]]),
   (UPat((Ops.CUSTOM, Ops.CUSTOMI), name="x"), lambda ctx, x: x.arg.format(*[ctx.r[s] for s in x.src])),
 ])
@@ -309,7 +308,25 @@ class CStyleLanguage(Renderer):
   def render_kernel(self, ctx:CStyleCtx, name:str, kernel:list[str], params:list[str], uops:list[UOp]) -> str:
     local = prod(s.arg[1] if isinstance(s.arg[1], int) else 1024 for s in uops if s.op is Ops.SPECIAL and s.arg[0][0] == "l")
     head = f"{self.kernel_typedef.format(launch_bounds=local)} {name}({', '.join(params + self.extra_args)}) {{"
-    return "\n".join([*self.render_helpers(ctx, uops), head, *kernel, "}"]) + "\n"
+    wmmas = {u.arg[0]: u.arg for u in uops if u.op is Ops.WMMA}
+    return "\n".join([*self.render_helpers(ctx, uops), *[self.wmma_helper(a) for a in wmmas.values()], head, *kernel, "}"]) + "\n"
+
+  # *** tensor cores: a WMMA is a call of a helper function the dialect defines before the kernel ***
+  def wmma_helper(self, arg:tuple) -> str:
+    """The definition of the function __<name> that runs WMMA arg (name, (N, M, K), dtype_in, dtype_out, device, threads, ...) on
+    fragments a, b and accumulator c, returning D."""
+    raise NotImplementedError(f"{type(self).__name__} can't render WMMA: {arg[0]}")
+  def render_wmma(self, ctx:CStyleCtx, x:UOp) -> str:
+    self.wmma_helper(x.arg)   # raises where the dialect has no tensor cores
+    return f"__{x.arg[0]}({', '.join(ctx.r[s] for s in x.src)})"
+  def _wmma_tc(self, arg:tuple) -> TensorCore:
+    if (tc := next((t for t in self.tensor_cores if t.name == arg[0]), None)) is None: raise NotImplementedError(f"{self.device} has no {arg[0]}")
+    return tc
+  def _wmma_types(self, arg:tuple) -> tuple[str, str, str]:
+    # the C types of the A and B fragments and of C, from the tensor core's elements per thread
+    tc = self._wmma_tc(arg)
+    ea, eb, ec = tc.elements_per_thread
+    return self.render_dtype(tc.dtype_in.vec(ea)), self.render_dtype(tc.dtype_in.vec(eb)), self.render_dtype(tc.dtype_out.vec(ec))
   def render_param(self, u:UOp, nm:str, read_only:bool) -> str:
     if u.op is Ops.DEFINE_VAR: return f"{self.arg_int_prefix} {nm}" if u.dtype == dtypes.int32 else f"const {self.render_dtype(u.dtype)} {nm}"
     const = "const " if read_only and self.const_inputs else ""
@@ -454,8 +471,11 @@ class OpenCLRenderer(CStyleLanguage):
     return (["#pragma OPENCL EXTENSION cl_khr_fp16 : enable"] if dtypes.float16 in dts else []) + \
            (["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if dtypes.float64 in dts else [])
 
+_PTX_TYPE = {dtypes.half: "f16", dtypes.bfloat16: "bf16", dtypes.float: "f32"}
+
 class CUDARenderer(CStyleLanguage):
   device = "CUDA"
+  tensor_cores = cuda_tcs
   global_max = (2**31-1, 65535, 65535)
   local_max = (1024, 1024, 64)
   shared_max = 49152
@@ -469,11 +489,26 @@ class CUDARenderer(CStyleLanguage):
   # vectors CUDA has as built-in types (make_float4 ...); others are declared as structs
   _native_vec = {dtypes.float32: "float", dtypes.float64: "double", dtypes.int32: "int", dtypes.uint32: "uint", dtypes.int8: "char",
                  dtypes.uint8: "uchar", dtypes.int16: "short", dtypes.uint16: "ushort", dtypes.int64: "longlong", dtypes.uint64: "ulonglong"}
-  def _is_native(self, dt:DType) -> bool: return dt.scalar() in self._native_vec and dt.count in (2, 3, 4)
-  def vector_name(self, dt:DType) -> str: return f"{self._native_vec[dt.scalar()]}{dt.count}" if self._is_native(dt) else dt.name
+  # half2 comes with cuda_fp16.h (and make_half2): declaring it again would clash
+  def _is_native(self, dt:DType) -> bool: return dt.scalar() in self._native_vec and dt.count in (2, 3, 4) or dt == dtypes.half.vec(2)
+  def vector_name(self, dt:DType) -> str:
+    return f"{self._native_vec[dt.scalar()]}{dt.count}" if dt.scalar() in self._native_vec and dt.count in (2, 3, 4) else dt.name
   def render_lane(self, expr:str, i:int) -> str: return f"{expr}.{'xyzwabcdefghijkl'[i]}"
   def render_vectorize(self, lanes:list[str], dt:DType) -> str: return f"make_{self.vector_name(dt)}({','.join(lanes)})"
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"tg_bitcast<{self.render_dtype(to_dt)}>({expr})"
+  def wmma_helper(self, arg:tuple) -> str:
+    # mma.sync in inline PTX: the fragments travel as 32-bit registers holding two 16-bit elements each, C as floats, updated in place
+    (n, m, k), di, do = arg[1], arg[2], arg[3]
+    ta, tb, tcc = self._wmma_types(arg)
+    na, nb, nc = [e * dt.itemsize // 4 for e, dt in zip(self._wmma_tc(arg).elements_per_thread, (di, di, do))]
+    regs = iter(f"%{i}" for i in range(nc + na + nb))
+    cr, ar, br = [", ".join(next(regs) for _ in range(cnt)) for cnt in (nc, na, nb)]
+    outs = ", ".join(f'"+f"({self.render_lane("c", i)})' for i in range(nc))
+    ins = ", ".join([f'"r"(A[{i}])' for i in range(na)] + [f'"r"(B[{i}])' for i in range(nb)])
+    ptx = f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{_PTX_TYPE[do]}.{_PTX_TYPE[di]}.{_PTX_TYPE[di]}.{_PTX_TYPE[do]}"
+    return (f"__device__ __forceinline__ {tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{\n"
+            f"  const unsigned *A = (const unsigned *)&a, *B = (const unsigned *)&b;\n"
+            f'  asm("{ptx} {{{cr}}}, {{{ar}}}, {{{br}}}, {{{cr}}};" : {outs} : {ins});\n  return c;\n}}')
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:
     dts = {u.dtype.base for u in uops}
     ret = ["#define INFINITY (__int_as_float(0x7f800000))", "#define NAN (__int_as_float(0x7fffffff))",
@@ -489,6 +524,7 @@ class CUDARenderer(CStyleLanguage):
 
 class MetalRenderer(CStyleLanguage):
   device = "METAL"
+  tensor_cores = metal_tcs
   shared_max = 32768
   kernel_typedef = "kernel void"
   buffer_prefix = "device "
@@ -505,10 +541,18 @@ class MetalRenderer(CStyleLanguage):
   def vector_name(self, dt:DType) -> str: return f"{self.render_dtype(dt.scalar())}{dt.count}"
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"as_type<{self.render_dtype(to_dt)}>({expr})"
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]: return ["#include <metal_stdlib>", "using namespace metal;"]
+  def wmma_helper(self, arg:tuple) -> str:
+    # simdgroup 8x8 matrices: each thread's two thread_elements() are its fragment
+    ta, tb, tcc = self._wmma_types(arg)
+    si, so = self.render_dtype(arg[2]), self.render_dtype(arg[3])
+    fill = "".join(f"\n  m{x}.thread_elements()[0] = {x}[0]; m{x}.thread_elements()[1] = {x}[1];" for x in "abc")
+    return (f"{tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{\n  simdgroup_{si}8x8 ma, mb; simdgroup_{so}8x8 mc;{fill}\n"
+            f"  simdgroup_multiply_accumulate(mc, ma, mb, mc);\n  return {tcc}(mc.thread_elements()[0], mc.thread_elements()[1]);\n}}")
 
 class AMDRenderer(CStyleLanguage):
   """HIP C++ for AMD GPUs, compiled by clang for amdgcn."""
   device = "AMD"
+  tensor_cores = amd_tcs
   shared_max = 65536
   kernel_typedef = 'extern "C" __attribute__((global)) void __attribute__((amdgpu_flat_work_group_size(1, {launch_bounds})))'
   smem_prefix = "__attribute__((shared, aligned(16))) "
@@ -524,8 +568,29 @@ class AMDRenderer(CStyleLanguage):
   code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _c_math("sqrt"), Ops.EXP2: _c_math("exp2"), Ops.LOG2: _c_math("log2"),
                  Ops.SIN: _c_math("sin"), Ops.TRUNC: _c_math("trunc"), Ops.POW: _c_math("pow")}
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"__builtin_bit_cast({self.render_dtype(to_dt)}, {expr})"
+  def wmma_helper(self, arg:tuple) -> str:
+    # RDNA3 wave32 WMMA: the builtin takes the whole fragments as vectors
+    ta, tb, tcc = self._wmma_types(arg)
+    return (f"static inline __attribute__((device)) {tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{ "
+            f"return __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a, b, c); }}")
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:
     ret = [f'extern "C" __attribute__((device, const)) unsigned long __ockl_get_{n}_id(unsigned int);' for n in ("group", "local", "global")]
     for dt in sorted({d for u in uops for d in (u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype,) if d.count > 1}):
       ret.append(f"typedef {self.render_dtype(dt.scalar())} {dt.name} __attribute__((ext_vector_type({dt.count})));")
     return ret
+
+class IntelRenderer(OpenCLRenderer):
+  """OpenCL C for Intel GPUs, with XMX tensor cores through cl_intel_subgroup_matrix_multiply_accumulate."""
+  suffix = "INTEL"
+  tensor_cores = intel_tcs
+  def wmma_helper(self, arg:tuple) -> str:
+    # A is packed as ints (subgroup 8: two halves of a row per int) or shorts (subgroup 16: one half per row), B as ints of two halves
+    ta, tb, tcc = self._wmma_types(arg)
+    pa = "as_int8" if arg[5] == 8 else "as_short8"
+    return f"{tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{ return intel_sub_group_f16_f16_matrix_mad_k16({pa}(a), as_int8(b), c); }}"
+  def render_kernel(self, ctx:CStyleCtx, name:str, kernel:list[str], params:list[str], uops:list[UOp]) -> str:
+    # the matrix functions need the subgroup (the warp) of the tensor core's size
+    if not (sgs := {u.arg[5] for u in uops if u.op is Ops.WMMA}): return super().render_kernel(ctx, name, kernel, params, uops)
+    src = super().render_kernel(ctx, name, kernel, params, uops)
+    src = src.replace("__kernel void", f"__attribute__((intel_reqd_sub_group_size({max(sgs)}))) __kernel void")
+    return "#pragma OPENCL EXTENSION cl_intel_subgroup_matrix_multiply_accumulate : enable\n" + src

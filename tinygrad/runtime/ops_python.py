@@ -4,7 +4,7 @@ All threads of a workgroup (and of a batch of workgroups) run the program togeth
 workgroup after workgroup and ordered by local id inside one (lidx0 fastest), so BARRIER holds trivially. IFs and uneven loops mask threads.
 ALU ops follow exec_alu (python_alu + truncate to the dtype). Vectors are tuples."""
 from __future__ import annotations
-import base64, functools, itertools, pickle, struct, time
+import base64, ctypes, functools, itertools, pickle, struct, time
 from array import array
 from typing import Any, Callable, Sequence, cast
 from tinygrad.uop import Ops, GroupOp
@@ -13,7 +13,7 @@ from tinygrad.dtype import DType, PtrDType, dtypes, truncate, fp8_to_float, floa
 from tinygrad.device import Compiled, Compiler, Allocator, BufferSpec
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.cstyle import with_sources, mem_gate, load_alt
-from tinygrad.helpers import flat_mv
+from tinygrad.helpers import flat_mv, getenv
 
 # ***** values <-> memory *****
 
@@ -127,9 +127,58 @@ def _cast_fn(dtype:DType) -> Callable[[list], list]:
   if dtype.count > 1: return lambda a: [tuple(tr(e) for e in x) for x in a]
   return lambda a: [tr(x) for x in a]
 
-# WMMA emulation, filled in by the tensor core work: key (the WMMA arg's name, or its device) -> fxn(arg, a, b, c, threads per workgroup),
-# each operand a list with one entry per thread, workgroup after workgroup, lidx0 fastest inside one
+# WMMA emulation: key (the WMMA arg's name, or its device) -> fxn(arg, a, b, c, threads per workgroup), each operand a list with one
+# entry per thread, workgroup after workgroup, lidx0 fastest inside one. The arg is (name, (N, M, K), dtype_in, dtype_out, device, threads, ...).
 WMMA_EMULATORS: dict[str, Callable[[Any, list, list, list, int], list]] = {}
+
+# Where element i of lane l's fragment sits, (row, col), written from each vendor's documentation independently of the bit layouts in
+# tinygrad/renderer/tc.py, so a kernel only gets right answers when the two agree. A is M x K, B is K x N, C and D are M x N.
+Frag = Callable[[int, int], tuple[int, int]]
+def _cuda_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag]:
+  # PTX ISA, mma.m16n8k16 / mma.m16n8k8 floating point fragments: groupID = lane >> 2, threadID_in_group = lane % 4
+  def c(l:int, i:int) -> tuple[int, int]: return (l >> 2) + 8*(i >> 1), (l % 4)*2 + (i & 1)
+  if dims == (8, 16, 16):
+    return (lambda l, i: ((l >> 2) + 8*((i >> 1) & 1), (l % 4)*2 + (i & 1) + 8*(i >> 2)), lambda l, i: ((l % 4)*2 + (i & 1) + 8*(i >> 1), l >> 2), c)
+  if dims == (8, 16, 8): return (lambda l, i: ((l >> 2) + 8*(i >> 1), (l % 4)*2 + (i & 1)), lambda l, i: ((l % 4)*2 + i, l >> 2), c)
+  raise NotImplementedError(f"no CUDA tensor core {dims}")
+def _amd_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag]:
+  # RDNA3 wave32 WMMA: lane l holds row l % 16 of A, column l % 16 of B (lanes 16-31 repeat 0-15); D element i is row 2i + l // 16
+  return (lambda l, i: (l % 16, i)), (lambda l, i: (i, l % 16)), (lambda l, i: (2*i + l // 16, l % 16))
+def _metal_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag]:
+  # simdgroup 8x8 thread_elements(): the same placement for A, B and C
+  def f(l:int, i:int) -> tuple[int, int]: return ((l >> 1) & 3) + 4*(l >> 4), i + 2*(l & 1) + 4*((l >> 3) & 1)
+  return f, f, f
+def _intel_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag]:
+  # cl_intel_subgroup_matrix_multiply_accumulate: vector component r is row r; work item j is column j of B and C, and holds A's
+  # columns 2j, 2j+1 (subgroup 8, packed in one int per row) or column j (subgroup 16)
+  def bc(l:int, i:int) -> tuple[int, int]: return i, l
+  if threads == 8: return (lambda l, i: (i >> 1, 2*l + (i & 1))), bc, bc
+  return bc, bc, bc
+
+def _wmma_emulator(maps:Callable[[tuple[int, int, int], int], tuple[Frag, Frag, Frag]]) -> Callable[[Any, list, list, list, int], list]:
+  def emulate(arg:Any, a:list, b:list, c:list, wg:int) -> list:
+    (n, m, k), dtype_out, threads = arg[1], arg[3], arg[5]
+    if wg % threads: raise ValueError(f"{arg[0]}: a workgroup of {wg} threads isn't whole warps of {threads}")
+    amap, bmap, cmap = maps(arg[1], threads)
+    tr = truncate[dtype_out]
+    out: list = []
+    for w in range(0, len(a), threads):
+      A: list[list[Any]] = [[None]*k for _ in range(m)]
+      B: list[list[Any]] = [[None]*n for _ in range(k)]
+      for mat, frags, fmap, what in ((A, a, amap, "A"), (B, b, bmap, "B")):
+        for lane in range(threads):
+          for i, v in enumerate(frags[w+lane]):
+            r, col = fmap(lane, i)
+            if mat[r][col] is not None and mat[r][col] != v: raise ValueError(f"{arg[0]}: threads disagree on the copies of {what}[{r}][{col}]")
+            mat[r][col] = v
+      for lane in range(threads):
+        out.append(tuple(tr(sum(A[r][kk] * B[kk][col] for kk in range(k)) + acc)
+                         for i, acc in enumerate(c[w+lane]) for r, col in (cmap(lane, i),)))
+    return out
+  return emulate
+
+WMMA_EMULATORS.update({"CUDA": _wmma_emulator(_cuda_maps), "AMD": _wmma_emulator(_amd_maps), "METAL": _wmma_emulator(_metal_maps),
+                       "INTEL": _wmma_emulator(_intel_maps)})
 
 # ***** the interpreter *****
 
@@ -368,14 +417,24 @@ def _dims(x:Sequence[int]|None) -> tuple[int, ...]:
 # ***** renderer, compiler, allocator, device *****
 
 class PythonRenderer(Renderer):
+  """emulate (or env EMULATE) = CUDA, AMD, METAL or INTEL: take that family's tensor cores and workgroup limits, to run their kernels here."""
   device = "PYTHON"
   has_local = True
   has_shared = True
   supports_float4 = True
   global_max = (2**31-1,)*3
-  local_max = (1024, 1024, 1024)
+  local_max: tuple[int, ...]|None = (1024, 1024, 1024)
   shared_max = 1 << 20
   code_for_op = {op: (lambda *a, dtype: "") for op in python_alu}
+  def __init__(self, emulate:str|None=None):
+    self.emulate = (getenv("EMULATE", "") if emulate is None else emulate).upper()
+    if self.emulate:
+      from tinygrad.renderer.cstyle import CUDARenderer, AMDRenderer, MetalRenderer, IntelRenderer
+      families: dict[str, type[Renderer]] = {"CUDA": CUDARenderer, "AMD": AMDRenderer, "METAL": MetalRenderer, "INTEL": IntelRenderer}
+      if (fam := families.get(self.emulate)) is None: raise ValueError(f"EMULATE={self.emulate}: the PYTHON device emulates {sorted(families)}")
+      self.tensor_cores, self.local_max, self.shared_max = fam.tensor_cores, fam.local_max, fam.shared_max
+  def __reduce__(self): return self.__class__, (self.emulate,)
+  def __repr__(self): return f"PythonRenderer({self.emulate!r})" if self.emulate else "PythonRenderer()"
   def render(self, name:str, uops:list[UOp]) -> str:
     uops = with_sources(uops)
     pos = {u: i for i, u in enumerate(uops)}
@@ -388,7 +447,10 @@ class PythonCompiler(Compiler):
 
 class PythonAllocator(Allocator[memoryview]):
   """Host memory: a memoryview of a bytearray."""
-  def _alloc(self, size:int, options:BufferSpec) -> memoryview: return memoryview(bytearray(size))
+  def _alloc(self, size:int, options:BufferSpec) -> memoryview:
+    # external_ptr: host memory someone else owns (Tensor.from_blob), used in place
+    if options.external_ptr is not None: return memoryview((ctypes.c_uint8 * size).from_address(options.external_ptr)).cast("B")
+    return memoryview(bytearray(size))
   def _as_buffer(self, src:memoryview) -> memoryview: return src
   def _copyin(self, dest:memoryview, src:memoryview) -> None: dest[:] = flat_mv(src)
   def _copyout(self, dest:memoryview, src:memoryview) -> None: dest[:] = src

@@ -1,5 +1,6 @@
 from __future__ import annotations
-import math, struct, weakref, functools, inspect, itertools, operator
+import math, struct, weakref, functools, inspect, itertools, operator, enum
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Union
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
@@ -577,3 +578,21 @@ def print_uops(uops:list[UOp]):
   for i, u in enumerate(uops):
     srcs = [uops.index(x) if x in uops else "--" for x in u.src]
     print(f"{i:4d} {str(u.op):20s}: {str(u.dtype):30s} {str(srcs):32s} {u.argstr()}")
+
+# ***** what the optimizer tells codegen about a kernel: the kind of each axis (set by tinygrad/opt/kernel.py) *****
+
+class AxisType(enum.Enum):
+  THREAD = enum.auto(); GLOBAL = enum.auto(); LOCAL = enum.auto(); GROUP_REDUCE = enum.auto()
+  REDUCE = enum.auto(); UNROLL = enum.auto(); UPCAST = enum.auto()
+  def __lt__(self, x:AxisType): return self.value < x.value
+
+@dataclass(frozen=True)
+class KernelInfo:
+  name: str = "test"
+  axis_types: tuple[AxisType, ...] = ()
+  applied_opts: tuple = ()   # the Opts that made this kernel
+  # the WMMA arg (name, dims, dtype_in, dtype_out, device, threads, (A, B, C lane axes), K lane axes) when the reduce runs on a tensor core
+  tensor_core: tuple|None = None
+  @property
+  def global_dims(self) -> int: return sum(1 for a in self.axis_types if a in (AxisType.GLOBAL, AxisType.THREAD))
+
