@@ -1,13 +1,13 @@
 # the user-facing Tensor: a lazy wrapper around one UOp. Every method builds new UOps; nothing runs until data is asked for
 from __future__ import annotations
-import math, struct, weakref, functools, itertools
-from typing import Any, ClassVar, Iterator, Sequence
+import math, string, struct, weakref, functools, itertools
+from typing import Any, Callable, ClassVar, Iterator, Sequence, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
 from tinygrad.dtype import float_to_fp8, fp8_to_float
-from tinygrad.helpers import prod, argfix, all_int, fully_flatten
+from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN
 from tinygrad.uop import Ops
 from tinygrad.uop.mathtraits import MathTrait
-from tinygrad.uop.ops import UOp, sint, resolve
+from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop
 from tinygrad.device import Device
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
@@ -99,6 +99,15 @@ def _from_numpy(data:Any, dtype:DType|None, device:str) -> UOp:
   if dtype.fmt is None: return _buffer_uop(_pack(arr.reshape(-1).tolist(), dtype), arr.shape, dtype, device)
   # tobytes is row-major whatever the strides (ascontiguousarray would turn a 0-d array into 1-d)
   return _buffer_uop(arr.astype(_to_np_dtype(dtype), copy=False).tobytes(), arr.shape, dtype, device)
+
+def _sym_lt(a:sint, b:sint) -> bool:
+  # a < b for sizes, True when it can't be decided; symbolic sides are compared by their simplified difference ((v+1) - v is 1)
+  if isinstance(a, int) and isinstance(b, int): return a < b
+  return resolve((sint_to_uop(a) - b).simplify() < 0)
+def _sym_ne(a:sint, b:sint) -> bool:
+  # a != b for sizes, True when it can't be decided (1*v*4 and v*4 are equal)
+  if isinstance(a, int) and isinstance(b, int): return a != b
+  return resolve((sint_to_uop(a) - b).simplify().ne(0))
 
 def _broadcast_shape(what:str, *shapes:tuple[sint, ...]) -> tuple[sint, ...]:
   # numpy rules: align on the right, every dim equal or 1
@@ -417,72 +426,92 @@ class Tensor(MathTrait):
 
   # ***** arithmetic *****
 
+  def _fdiv(self, b:Tensor) -> Tensor: return Tensor(self.uop.alu(Ops.FDIV, b.uop))   # correctly rounded a / b, same dtype and shape
+  @staticmethod
+  def _with_grads(value:Tensor, *pairs:tuple[Tensor, Tensor]) -> Tensor:
+    # value (no gradient of its own) with d/dx = deriv for every (x, deriv) pair: see _with_grad
+    for x, d in pairs: value = x._with_grad(value, d)
+    return value
   def sub(self, x:Any, reverse:bool=False) -> Tensor:
     a, b = self._broadcasted(x, reverse, "sub")
     if a.dtype == dtypes.bool: raise TypeError("subtraction of bool tensors; use logical_xor or ~ instead")
     return a + (-b)
   def div(self, x:Any, reverse:bool=False, rounding_mode:str|None=None) -> Tensor:
-    """True division (ints give the default float); rounding_mode "trunc" or "floor" rounds the quotient."""
+    """True division, correctly rounded (ints give the default float); rounding_mode "trunc" or "floor" rounds the quotient."""
     if rounding_mode == "floor": return self.floordiv(x, reverse)
-    if rounding_mode == "trunc":
-      a, b = self._broadcasted(x, reverse, "div")
-      return b.eq(0).where(0, a._int_div(b)) if not dtypes.is_float(a.dtype) else (a * b.reciprocal()).trunc()
-    if rounding_mode is not None: raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    if rounding_mode not in (None, "trunc"): raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     a, b = self._broadcasted(x, reverse, "div")
+    if rounding_mode == "trunc":
+      if dtypes.is_float(a.dtype): return a._fdiv(b).trunc()
+      if a.dtype == dtypes.bool: raise TypeError("div with rounding_mode='trunc' of bool tensors; cast them to an int dtype first")
+      return b.eq(0).where(0, a._int_div(b))
     dt = least_upper_float(a.dtype)
-    return a.cast(dt) * b.cast(dt).reciprocal()
+    return a.cast(dt)._fdiv(b.cast(dt))
   def _int_div(self, b:Tensor) -> Tensor:
     # C truncating division; a zero divisor is replaced by 1 here (a hardware division by zero would kill the process) and callers
     # zero those elements at the end, like numpy
     return Tensor(self.uop.alu(Ops.IDIV, b.eq(0).where(1, b).uop))
-  def _float_floordiv(self, b:Tensor) -> Tensor:
-    # floor(a * 1/b) can land one off when the quotient is whole or nearly so: fix it with exact checks of the neighbours
-    q = (self * b.reciprocal()).floor()
-    q = ((q + 1) * b).eq(self).where(q + 1, q)
-    return b.gt(0).where((q * b).gt(self), (q * b).lt(self)).where(q - 1, q)
+  def _fmod_f(self, b:Tensor) -> Tensor: return Tensor(self.uop.alu(Ops.MOD, b.uop))   # C fmod on floats: exact
   def floordiv(self, x:Any, reverse:bool=False) -> Tensor:
-    """Python/numpy `//`: the quotient rounded toward -inf. Floats give floor(a / b), exact when the quotient is whole
-    (numpy's fmod-based result can differ by one where a / b rounds onto a whole number)."""
+    """Python/torch `//`: the quotient rounded toward -inf; floats take torch's (and numpy's) fmod-based steps, bit for bit."""
     a, b = self._broadcasted(x, reverse, "floordiv")
-    if dtypes.is_float(a.dtype): return a._float_floordiv(b)
     if a.dtype == dtypes.bool: raise TypeError("floor division of bool tensors; cast them to an int dtype first")
+    if dtypes.is_float(a.dtype):
+      a, b = a.detach(), b.detach()
+      mod = a._fmod_f(b)
+      div = (a - mod)._fdiv(b)
+      div = (mod.ne(0) & b.lt(0).ne(mod.lt(0))).where(div - 1, div)
+      fl = div.floor()
+      fl = (div - fl).gt(0.5).where(fl + 1, fl)
+      return b.eq(0).where(a._fdiv(b), div.ne(0).where(fl, Tensor.copysign(div.full_like(0.0), a._fdiv(b))))
     q = a._int_div(b)
     # truncation rounds toward zero: one less where the exact quotient is negative and not whole
     if not dtypes.is_unsigned(a.dtype): q = q - ((q * b).ne(a) & a.lt(0).ne(b.lt(0))).cast(a.dtype)
     return b.eq(0).where(0, q)
+  def floor_divide(self, x:Any) -> Tensor: return self.floordiv(x)
   def mod(self, x:Any, reverse:bool=False) -> Tensor:
-    """Python/numpy `%`: the remainder has the sign of the divisor, for ints and floats."""
+    """Python/torch `%` (remainder): the sign of the divisor. Floats: fmod plus the divisor where the signs differ, like torch."""
     a, b = self._broadcasted(x, reverse, "mod")
-    if dtypes.is_float(a.dtype):
-      m = a - b * a._float_floordiv(b)
-      # like numpy: a remainder of the wrong sign (from rounding) moves up by one divisor
-      return (m.ne(0) & m.lt(0).ne(b.lt(0))).where(m + b, m)
     if a.dtype == dtypes.bool: raise TypeError("mod of bool tensors; cast them to an int dtype first")
+    if dtypes.is_float(a.dtype):
+      m = a.detach()._fmod_f(b.detach())
+      m = (m.ne(0) & m.lt(0).ne(b.detach().lt(0))).where(m + b.detach(), m)
+      return Tensor._with_grads(m, (a, a.full_like(1.0)), (b, -a.detach().floordiv(b.detach())))
     r = a - b * a._int_div(b)
     if not dtypes.is_unsigned(a.dtype): r = (r.ne(0) & r.lt(0).ne(b.lt(0))).where(r + b, r)
     return b.eq(0).where(0, r)
+  def remainder(self, x:Any) -> Tensor: return self.mod(x)
+  def fmod(self, x:Any) -> Tensor:
+    """C fmod: the remainder with the sign of the dividend"""
+    a, b = self._broadcasted(x, what="fmod")
+    if a.dtype == dtypes.bool: raise TypeError("fmod of bool tensors; cast them to an int dtype first")
+    if dtypes.is_float(a.dtype):
+      return Tensor._with_grads(a.detach()._fmod_f(b.detach()), (a, a.full_like(1.0)), (b, -a.detach()._fdiv(b.detach()).trunc()))
+    return b.eq(0).where(0, a - b * a._int_div(b))
   def idiv(self, x:Any, reverse:bool=False) -> Tensor: return self.div(x, reverse, rounding_mode="trunc")
+  def true_divide(self, x:Any) -> Tensor: return self.div(x)
+  def multiply(self, x:Any) -> Tensor: return self.mul(x)
+  def subtract(self, x:Any) -> Tensor: return self.sub(x)
   def __floordiv__(self, x:Any) -> Tensor: return self.floordiv(x)
   def __rfloordiv__(self, x:Any) -> Tensor: return self.floordiv(x, True)
+  def __pos__(self) -> Tensor: return self
 
   def pow(self, x:Any, reverse:bool=False) -> Tensor:
-    """self ** x. Int ** int stays int (exact); negative bases with whole exponents keep their sign, other negative bases give nan."""
-    if not reverse and (type(x) is int or (isinstance(x, float) and x.is_integer())) and abs(x) <= 64:
-      base = self._to_float() if isinstance(x, float) else self
+    """self ** x. Int ** int stays int (exact, wrapping like torch); floats use C's pow, with torch's exact special cases for the
+    exponents 0, 1, 2, 3, -1, -2, 0.5 and -0.5. Negative bases need a whole exponent (else nan)."""
+    if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
+      base = self if dtypes.is_float(self.dtype) or isinstance(x, int) else self._to_float()
       if base.dtype == dtypes.bool: base = base.cast(dtypes.default_int)
-      if x < 0 and not dtypes.is_float(base.dtype): return base._int_pow(base.ufix(int(x))._broadcast_to(base.shape))
-      ret = base._square_multiply(abs(int(x)))
-      return ret.reciprocal() if x < 0 else ret
+      if dtypes.is_float(base.dtype):
+        special = {0: lambda: base.full_like(1.0), 1: lambda: base, 2: lambda: base * base, 3: lambda: base * base * base,
+                   -1: lambda: base.reciprocal(), -2: lambda: (base * base).reciprocal(), 0.5: lambda: base.sqrt(), -0.5: lambda: base.rsqrt()}
+        if x in special: return special[x]()
+      elif x >= 0: return base._square_multiply(int(x))
     a, b = self._broadcasted(x, reverse, "pow")
     if not dtypes.is_float(a.dtype):
       if a.dtype == dtypes.bool: a, b = a.cast(dtypes.default_int), b.cast(dtypes.default_int)
       return a._int_pow(b)
-    # |a| ** b = 2 ** (b * log2|a|); the sign comes from the parity of a whole exponent
-    mag = (b * a.abs().log2()).exp2()
-    whole = b.eq(b.trunc())
-    odd = whole & (b * 0.5).trunc().mul(2).ne(b)
-    signed = a.lt(0).where(whole.where(odd.where(-mag, mag), math.nan), mag)
-    return b.eq(0).where(1, signed)  # x ** 0 == 1, even for 0 and nan
+    return Tensor(a.uop.alu(Ops.POW, b.uop))
   def _square_multiply(self, n:int) -> Tensor:
     # exact integer powers by repeated squaring, built at graph time
     ret: Tensor|None = None
@@ -525,16 +554,48 @@ class Tensor(MathTrait):
   def __irshift__(self, x:Any) -> Tensor: return self.assign(self.rshift(x))
   def __imatmul__(self, x:Tensor) -> Tensor: return self.assign(self.matmul(x))
 
+  def _shift(self, x:Any, reverse:bool, left:bool) -> Tensor:
+    # torch's shifts: a count outside [0, bits) gives 0 (and -1 for a negative value shifted right); a left shift runs unsigned, where
+    # C has no undefined overflow
+    name = "lshift" if left else "rshift"
+    a, b = self._broadcasted(x, reverse, name)
+    if not dtypes.is_int(a.dtype): raise TypeError(f"{name} needs int tensors, got {a.dtype}")
+    bits, signed = 8*a.dtype.itemsize, not dtypes.is_unsigned(a.dtype)
+    fixed = isinstance(x, int) and not reverse and 0 <= x < bits
+    ok = (b.ge(0) & b.lt(bits)) if signed else b.lt(bits)
+    cnt = b if fixed else ok.where(b, 0)
+    if left:
+      ut = to_dtype(f"uint{bits}")
+      shifted = Tensor(a.cast(ut).uop.alu(Ops.SHL, cnt.cast(ut).uop)).cast(a.dtype)
+    else: shifted = Tensor(a.uop.alu(Ops.SHR, cnt.uop))
+    if fixed: return shifted
+    return ok.where(shifted, a.lt(0).where(a.full_like(-1), 0) if signed and not left else 0)
+  def lshift(self, x:Any, reverse:bool=False) -> Tensor: return self._shift(x, reverse, True)
+  def rshift(self, x:Any, reverse:bool=False) -> Tensor: return self._shift(x, reverse, False)
+  def bitwise_left_shift(self, x:Any) -> Tensor: return self.lshift(x)
+  def bitwise_right_shift(self, x:Any) -> Tensor: return self.rshift(x)
+
+  def maximum(self, x:Any) -> Tensor:
+    """Elementwise max; nan wins, like torch. A tie sends half the gradient to each side."""
+    a, b = self._broadcasted(x, what="maximum")
+    ret = Tensor(a.uop.alu(Ops.MAX, b.uop))
+    return (a.ne(a) | b.ne(b)).where(a + b, ret) if dtypes.is_float(a.dtype) else ret
   def minimum(self, x:Any) -> Tensor:
     a, b = self._broadcasted(x, what="minimum")
     # -max(-a, -b) would wrap for unsigned ints and INT_MIN, so only floats use it (it keeps max's nan handling)
     return -((-a).maximum(-b)) if dtypes.is_float(a.dtype) else a.lt(b).where(a, b)
-  def clip(self, min_:Any=None, max_:Any=None) -> Tensor:
-    if min_ is None and max_ is None: raise ValueError("clip needs at least one of min_ and max_")
-    ret = self.maximum(min_) if min_ is not None else self
-    return ret.minimum(max_) if max_ is not None else ret
-  def clamp(self, min_:Any=None, max_:Any=None) -> Tensor: return self.clip(min_, max_)
+  def clamp(self, min_:Any=None, max_:Any=None, *, min:Any=None, max:Any=None) -> Tensor:
+    """torch.clamp: max(x, min) then min(.., max) (so max wins where min > max); nan stays; gradient 1 on [min, max] inclusive"""
+    lo, hi = min_ if min_ is not None else min, max_ if max_ is not None else max
+    if lo is None and hi is None: raise ValueError("clamp needs at least one of min and max")
+    ret = self if lo is None else self.lt(lo).where(lo, self)
+    return ret if hi is None else ret.gt(hi).where(hi, ret)
+  def clip(self, min_:Any=None, max_:Any=None, *, min:Any=None, max:Any=None) -> Tensor:
+    return self.clamp(min_, max_, min=min, max=max)
 
+  # a <= b as not(b < a) would be true for nan: floats ask for < or ==
+  def le(self, x:Any) -> Tensor: return self.lt(x) | self.eq(x) if dtypes.is_float(self._broadcasted(x)[0].dtype) else self.gt(x).logical_not()
+  def ge(self, x:Any) -> Tensor: return self.gt(x) | self.eq(x) if dtypes.is_float(self._broadcasted(x)[0].dtype) else self.lt(x).logical_not()
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool).ne(True)
   def logical_and(self, x:Any) -> Tensor: return self.cast(dtypes.bool).bitwise_and(self.ufix(x).cast(dtypes.bool))
   def logical_or(self, x:Any) -> Tensor: return self.cast(dtypes.bool).bitwise_or(self.ufix(x).cast(dtypes.bool))
@@ -545,26 +606,190 @@ class Tensor(MathTrait):
     return self.bitwise_xor(dtypes.max(self.dtype) if dtypes.is_unsigned(self.dtype) else -1)
 
   # ***** unary math *****
+  # Composite functions of floats run in float32 or float64: half, bfloat16 and fp8 go through float32 and round once at the end, like
+  # torch on the CPU; ints give the default float. The transcendental ones hold a few ulp over the whole range and take their gradient
+  # from the derivative torch uses (_smooth), so a where() branch that isn't taken can't leak 0*inf = nan into the backward pass.
+
+  def _float_cast(self) -> tuple[Tensor, DType]:
+    """self in the dtype composite maths runs in (float32 or float64), and the dtype of the result"""
+    out = least_upper_float(self.dtype)
+    return self.cast(out if out in (dtypes.float32, dtypes.float64) else dtypes.float32), out
+  def _smooth(self, value:Callable[[Tensor], Tensor], deriv:Callable[[Tensor, Tensor], Tensor]) -> Tensor:
+    """value(x) built on a detached x, with d/dx = deriv(x, value(x)): a hand-written backward without a Function class"""
+    x, out = self._float_cast()
+    y = value(xd := x.detach()).detach()
+    return x._with_grad(y, deriv(xd, y)).cast(out)
+  def _with_grad(self, value:Tensor, deriv:Tensor) -> Tensor:
+    # (x - x.detach()) is exactly 0 going forward and passes deriv to x going backward. An infinite deriv goes through two factors of the
+    # largest finite float (0 * inf would be nan forward), a nan one passes no gradient.
+    x = self.isfinite().where(self, 0.0)
+    dx, d = x - x.detach(), deriv.detach()
+    e, m = dtypes.finfo(self.dtype)
+    big = (2 - 2.0**-m) * 2.0**(2**(e-1) - 1)
+    fin = d.isfinite()
+    dd = fin.where(d, d.isnan().where(0.0, d.gt(0).where(d.full_like(big), -big)))
+    return value + fin.where(dx * dd, (dx * dd) * big)
+  @staticmethod
+  def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
+    """(hi, lo) with hi + lo = the constant to about 2x dt's precision, and hi * k exact for every whole |k| < 2**bits"""
+    from fractions import Fraction
+    from tinygrad.codegen.transcendental import _frac, _ln2_fixed, _pi_fixed
+    v: Fraction = _frac(_ln2_fixed() if name == "ln2" else _pi_fixed())
+    keep = dtypes.finfo(dt)[1] + 1 - bits
+    e = math.frexp(float(v))[1]
+    hi = math.ldexp(round(math.ldexp(float(v), keep - e)), e - keep)
+    return hi, truncate[dt](float(v - Fraction(hi)))
+  def _absw(self) -> Tensor: return self.lt(0).where(-self, self)   # |x| with gradient 1 at 0, for use inside compositions
+  def _poly(self, coeffs:Sequence[float]) -> Tensor:
+    # Horner, highest degree first
+    acc = self * coeffs[0] + coeffs[1]
+    for c in coeffs[2:]: acc = acc * self + c
+    return acc
 
   def exp2(self) -> Tensor: return self._float_op(Ops.EXP2)
   def log2(self) -> Tensor: return self._float_op(Ops.LOG2)
   def sqrt(self) -> Tensor: return self._float_op(Ops.SQRT)
   def sin(self) -> Tensor: return self._float_op(Ops.SIN)
   def reciprocal(self) -> Tensor: return self._float_op(Ops.RECIP)
-  def exp(self) -> Tensor: return self._to_float().mul(1/math.log(2)).exp2()
-  def log(self) -> Tensor: return self.log2().mul(math.log(2))
-  def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
-  def cos(self) -> Tensor: return (math.pi/2 - self._to_float()).sin()
-  def tan(self) -> Tensor: return self.sin() / self.cos()
-  def sigmoid(self) -> Tensor: return (1 + (self._to_float() * (-1/math.log(2))).exp2()).reciprocal()
-  def tanh(self) -> Tensor: return 2.0 * (2.0 * self._to_float()).sigmoid() - 1.0
-  def relu(self) -> Tensor: return self.gt(0).where(self, 0)
+  def rsqrt(self) -> Tensor:
+    x, out = self._float_cast()
+    return x.sqrt().reciprocal().cast(out)
+  def exp(self) -> Tensor:
+    """e**x: x = k*ln2 + r with k whole and k*ln2 taken off exactly (Cody-Waite), then 2**(r/ln2) * 2**k. x*(1/ln2) alone would put
+    the rounding of the product, up to 2**-24 * 128 in float32, into the exponent."""
+    x, out = self._float_cast()
+    hi, lo = Tensor._split_const("ln2", x.dtype, 12 if x.dtype == dtypes.float64 else 9)
+    k = (x * (1/math.log(2))).trunc()
+    k = k.lt(-4000).where(-4000.0, k.gt(4000).where(4000.0, k))   # an infinite x leaves r infinite instead of inf - inf
+    r = (x - k * hi) - k * lo
+    return ((r * (1/math.log(2))).exp2() * k.exp2()).cast(out)
+  def log(self) -> Tensor:
+    x, out = self._float_cast()
+    return (x.log2() * math.log(2)).cast(out)
+  def _expm1_v(self) -> Tensor:
+    # e**x - 1: the Taylor series below |x| = 1 (no cancellation), e**x - 1 above, where the subtraction costs at most a bit
+    small = self._absw().lt(1.0)
+    xs = small.where(self, 0.0)
+    n = 18 if self.dtype == dtypes.float64 else 10
+    poly = xs + xs * xs * xs._poly([1 / math.factorial(k) for k in range(n, 1, -1)])
+    return small.where(poly, small.where(0.0, self).exp() - 1)
+  def _log1p_v(self) -> Tensor:
+    # log(1+y) = log(u) * y/(u-1) with u = 1+y rounded: the ratio cancels the rounding of u (Kahan)
+    u = self + 1
+    one = u.eq(1)
+    r = one.where(self, u.log() * (self / one.where(1.0, u - 1)))
+    return self.eq(math.inf).where(math.inf, r)
+  def expm1(self) -> Tensor: return self._smooth(Tensor._expm1_v, lambda x, y: y + 1)
+  def log1p(self) -> Tensor: return self._smooth(Tensor._log1p_v, lambda x, y: 1 / (x + 1))
+
+  def _trig(self) -> tuple[Tensor, Tensor, Tensor]:
+    """(sin, cos, tan) for float32/64. cos x = sin 2x / (2 sin x) keeps every bit of a big x (sin(pi/2 - x) would round x away first);
+    tiny x gives (x, 1, x), and x so big that 2x overflows falls back to cos x = 1 - 2 sin(x/2)**2."""
+    f64 = self.dtype == dtypes.float64
+    a = self._absw()
+    tiny, huge = a.lt(2.0**-27 if f64 else 2.0**-13), a.ge(2.0**1023 if f64 else 2.0**127)
+    s1 = tiny.where(1.0, self).sin()
+    s2 = ((tiny | huge).where(1.0, self) * 2).sin()
+    h = (huge.where(self, 1.0) * 0.5).sin()
+    cos_huge = 1 - 2 * h * h
+    sin = tiny.where(self, s1)
+    cos = tiny.where(1.0, huge.where(cos_huge, s2 / (s1 * 2)))
+    tan = tiny.where(self, huge.where(s1 / cos_huge, s1 * s1 * 2 / s2))
+    return sin, cos, tan
+  def cos(self) -> Tensor: return self._smooth(lambda x: x._trig()[1], lambda x, y: -x._trig()[0])
+  def tan(self) -> Tensor: return self._smooth(lambda x: x._trig()[2], lambda x, y: 1 + y * y)
+
+  def _atan_v(self) -> Tensor:
+    # |x| is brought to |t| <= tan(pi/8) by atan(a) = pi/4 + atan((a-1)/(a+1)) or pi/2 + atan(-1/a), then the Taylor series in t
+    f64 = self.dtype == dtypes.float64
+    a = self._absw()
+    lo_, hi_ = a.le(math.tan(math.pi/8)), a.gt(math.tan(3*math.pi/8))
+    t = lo_.where(a, hi_.where(-1.0, a - 1)) / lo_.where(1.0, hi_.where(a, a + 1))
+    n = 20 if f64 else 9
+    poly = t + t * (t2 := t * t) * t2._poly([(-1)**k / (2*k + 1) for k in range(n - 1, 0, -1)])
+    p4_hi, p4_lo = Tensor._split_const("pi", self.dtype, 2)
+    p4_hi, p4_lo = p4_hi / 4, p4_lo / 4
+    r = lo_.where(poly, hi_.where(p4_hi * 2 + (poly + p4_lo * 2), p4_hi + (poly + p4_lo)))
+    return self.lt(0).where(-r, r)
+  def atan(self) -> Tensor: return self._smooth(Tensor._atan_v, lambda x, y: 1 / (x * x + 1))
+  def asin(self) -> Tensor:
+    """asin x = atan(x / sqrt((1-x)(1+x))): 1-x is exact near 1, where 1-x*x would cancel"""
+    return self._smooth(lambda x: (x / ((1 - x) * (1 + x)).sqrt())._atan_v(), lambda x, y: ((1 - x) * (1 + x)).rsqrt())
+  def acos(self) -> Tensor:
+    """acos x = 2 atan(sqrt((1-x)/(1+x))), exact differences near both ends (pi/2 - asin x would cancel near 1)"""
+    return self._smooth(lambda x: ((1 - x) / (1 + x)).sqrt()._atan_v() * 2, lambda x, y: -((1 - x) * (1 + x)).rsqrt())
+
+  def _half_exp(self) -> Tensor:
+    # e**x / 2 for x >= 0, also where e**x overflows and e**x / 2 doesn't
+    big = self.gt(700.0 if self.dtype == dtypes.float64 else 80.0)
+    h = (big.where(self, 0.0) * 0.5).exp()
+    return big.where((h * 0.5) * h, big.where(0.0, self).exp() * 0.5)
+  def _sinh_v(self) -> Tensor:
+    a = self._absw()
+    small = a.lt(1.0)
+    em = small.where(a, 0.0)._expm1_v()
+    he = small.where(1.0, a)._half_exp()
+    r = small.where((em + em / (em + 1)) * 0.5, he - 0.25 / he)   # sinh = (e**a - 1 + 1 - e**-a)/2: no cancellation near 0
+    return self.lt(0).where(-r, r)
+  def _cosh_v(self) -> Tensor: return (he := self._absw()._half_exp()) + 0.25 / he
+  def _tanh_v(self) -> Tensor:
+    # tanh |x| = -expm1(-2|x|) / (2 + expm1(-2|x|)): never overflows, no cancellation near 0
+    em = (self._absw() * -2)._expm1_v()
+    r = -em / (em + 2)
+    return self.lt(0).where(-r, r)
+  def sinh(self) -> Tensor: return self._smooth(Tensor._sinh_v, lambda x, y: x._cosh_v())
+  def cosh(self) -> Tensor: return self._smooth(Tensor._cosh_v, lambda x, y: x._sinh_v())
+  def tanh(self) -> Tensor: return self._smooth(Tensor._tanh_v, lambda x, y: 1 - y * y)
+  def _big_arg(self) -> Tensor: return self.gt(2.0**28 if self.dtype == dtypes.float64 else 2.0**13)   # where x*x + 1 == x*x
+  def asinh(self) -> Tensor:
+    """asinh a = log1p(a + a*a / (1 + sqrt(1 + a*a))) (accurate near 0); log(a) + ln2 once a*a swamps the 1 (and before it overflows)"""
+    def value(x:Tensor) -> Tensor:
+      a = x._absw()
+      big = a._big_arg()
+      am = big.where(1.0, a)
+      r = big.where(big.where(a, 1.0).log() + math.log(2), (am + am * am / (1 + (1 + am * am).sqrt()))._log1p_v())
+      return x.lt(0).where(-r, r)
+    return self._smooth(value, lambda x, y: (x * x + 1).rsqrt())
+  def acosh(self) -> Tensor:
+    """acosh x = log1p(t + sqrt(t*(t+2))) with t = x-1 exact near 1; log(x) + ln2 for big x"""
+    def value(x:Tensor) -> Tensor:
+      big = x._big_arg()
+      t = big.where(1.0, x) - 1
+      return big.where(big.where(x, 1.0).log() + math.log(2), (t + (t * (t + 2)).sqrt())._log1p_v())
+    return self._smooth(value, lambda x, y: ((x - 1) * (x + 1)).rsqrt())
+  def atanh(self) -> Tensor:
+    """atanh x = log1p(2a/(1-a))/2 on a = |x| (1-a is exact near 1)"""
+    def value(x:Tensor) -> Tensor:
+      a = x._absw()
+      r = (a * 2 / (1 - a))._log1p_v() * 0.5
+      return x.lt(0).where(-r, r)
+    return self._smooth(value, lambda x, y: 1 / ((1 - x) * (1 + x)))
+  def _erf_v(self) -> Tensor:
+    # Maclaurin series up to |x| = T, then 1 - erfc with erfc from its continued fraction (Laplace), evaluated from the tail
+    f64 = self.dtype == dtypes.float64
+    T, nterms, depth = (1.5, 26, 90) if f64 else (1.25, 14, 30)
+    a = self._absw()
+    small = a.lt(T)
+    xs = small.where(self, 0.0)
+    c = [2 / math.sqrt(math.pi) * (-1)**n / (math.factorial(n) * (2*n + 1)) for n in range(nterms - 1, -1, -1)]
+    poly = xs * (xs * xs)._poly(c)
+    ab = small.where(T, a)
+    t = ab
+    for k in range(depth, 0, -1): t = ab + (k / 2) / t
+    big = 1 - (-ab * ab).exp() * (1 / math.sqrt(math.pi)) / t
+    return small.where(poly, self.lt(0).where(-big, big))
+  def erf(self) -> Tensor: return self._smooth(Tensor._erf_v, lambda x, y: (-x * x).exp() * (2 / math.sqrt(math.pi)))
+
   def square(self) -> Tensor: return self * self
-  def abs(self) -> Tensor: return self if dtypes.is_unsigned(self.dtype) or self.dtype == dtypes.bool else self.lt(0).where(-self, self)
+  def abs(self) -> Tensor:
+    """|x| with gradient sign(x), so 0 at 0 like torch; abs(-0.0) is 0.0"""
+    if dtypes.is_unsigned(self.dtype) or self.dtype == dtypes.bool: return self
+    if not dtypes.is_float(self.dtype): return self.lt(0).where(-self, self)
+    return self.lt(0).where(-self, self.gt(0).where(self, self - self))   # x - x: +0 for -0, nan for nan, and no gradient
   def sign(self) -> Tensor:
+    """-1, 0 or 1 (0 for nan, like torch)"""
     if self.dtype == dtypes.bool: return self
-    ret = self.gt(0).cast(self.dtype) - self.lt(0).cast(self.dtype)
-    return self.isnan().where(self, ret) if dtypes.is_float(self.dtype) else ret
+    return self.gt(0).cast(self.dtype) - self.lt(0).cast(self.dtype)
   def _to_float(self) -> Tensor: return self if dtypes.is_float(self.dtype) else self.cast(least_upper_float(self.dtype))
   def trunc(self) -> Tensor: return Tensor(self.uop.alu(Ops.TRUNC)) if dtypes.is_float(self.dtype) else self
   def floor(self) -> Tensor:
@@ -575,9 +800,11 @@ class Tensor(MathTrait):
     if not dtypes.is_float(self.dtype): return self
     t = self.trunc()
     return t + self.gt(t).cast(self.dtype)
-  def round(self) -> Tensor:
-    """Round half to even, like numpy and torch."""
+  def round(self, decimals:int=0) -> Tensor:
+    """Round half to even, like numpy and torch; decimals scales by 10**decimals first, as torch does."""
     if not dtypes.is_float(self.dtype): return self
+    if decimals > 0: return (self * 10**decimals).round() / 10**decimals
+    if decimals < 0: return (self / 10**-decimals).round() * 10**-decimals
     f = self.floor()
     frac = self - f  # exact: floor(x) is within one unit of x
     f_is_odd = (f * 0.5).floor().mul(2).ne(f)
@@ -587,6 +814,88 @@ class Tensor(MathTrait):
     if not dtypes.is_float(self.dtype): return self.full_like(False, dtype=dtypes.bool)
     return (self.eq(math.inf) & detect_positive) | (self.eq(-math.inf) & detect_negative)
   def isfinite(self) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
+  def lerp(self, end:Any, weight:Any) -> Tensor:
+    """self + weight * (end - self), in torch's two-sided form (exact at weight 0 and 1)"""
+    s, e = self._broadcasted(end, what="lerp")
+    w = weight if isinstance(weight, Tensor) else s.ufix(weight)
+    if not dtypes.is_float(s.dtype) or not dtypes.is_float(w.dtype): raise TypeError(f"lerp needs float tensors, got {s.dtype} and weight {w.dtype}")
+    shape = _broadcast_shape("lerp", s.shape, w.shape)
+    s, e, w = s._broadcast_to(shape), e._broadcast_to(shape), w.cast(s.dtype)._broadcast_to(shape)
+    diff = e - s
+    return w.lt(0.5).where(s + w * diff, e - diff * (1 - w))
+  def copysign(self, other:Any) -> Tensor:
+    """|self| with the sign bit of other (-0.0 and nan signs too); ints give floats, like torch"""
+    a, b = self._broadcasted(other, what="copysign")
+    dt = least_upper_float(a.dtype)
+    a, b = a.cast(dt), b.cast(dt)
+    ut, sbit = to_dtype(f"uint{8*dt.itemsize}"), 1 << (8*dt.itemsize - 1)
+    value = ((a.detach().bitcast(ut) & (sbit - 1)) | (b.detach().bitcast(ut) & sbit)).bitcast(dt)
+    return a._with_grad(value, a.sign() * value.sign())
+
+  # ***** activations *****
+
+  def relu(self) -> Tensor:
+    """max(x, 0) with gradient 0 at 0, nan kept, like torch"""
+    return self.le(0).where(0, self)
+  def relu6(self) -> Tensor: return self.relu().clamp(max=6)   # torch's gradient: 0 at 0, 1 at 6
+  def hardtanh(self, min_val:float=-1.0, max_val:float=1.0) -> Tensor:
+    """clamp to [min_val, max_val] with gradient 0 on the edges, like torch's hardtanh"""
+    return self.le(min_val).where(min_val, self.ge(max_val).where(max_val, self))
+  def leaky_relu(self, neg_slope:float=0.01, *, negative_slope:float|None=None) -> Tensor:
+    slope = neg_slope if negative_slope is None else negative_slope
+    return self.gt(0).where(self, self * slope)
+  def _sigmoid_v(self) -> Tensor:
+    # 1/(1 + e**-|x|), times e**-|x| for negative x: e**-|x| never overflows and tiny results keep their digits
+    pos = self.ge(0)
+    e = pos.where(-self, self).exp()
+    p = 1 / (1 + e)
+    return pos.where(p, e * p)
+  def sigmoid(self) -> Tensor: return self._smooth(Tensor._sigmoid_v, lambda x, y: y * (1 - y))
+  def logsigmoid(self) -> Tensor:
+    """log(sigmoid(x)) = min(x, 0) - log1p(e**-|x|): no overflow, and no log(0) for very negative x"""
+    return self._smooth(lambda x: x.minimum(0) - (-x._absw()).exp()._log1p_v(), lambda x, y: (-x)._sigmoid_v())
+  def softplus(self, beta:float=1.0, threshold:float=20.0) -> Tensor:
+    """log(1 + e**(beta*x)) / beta, as max(bx, 0) + log1p(e**-|bx|) (no overflow); x itself above threshold, like torch"""
+    def value(x:Tensor) -> Tensor:
+      xb = x * beta
+      return xb.gt(threshold).where(x, (xb.maximum(0) + (-xb._absw()).exp()._log1p_v()) / beta)
+    return self._smooth(value, lambda x, y: (xb := x * beta).gt(threshold).where(1.0, xb._sigmoid_v()))
+  def softsign(self) -> Tensor: return self / (1 + self.abs())
+  def hardsigmoid(self) -> Tensor:
+    x, out = self._float_cast()
+    return x.le(-3).where(0.0, x.ge(3).where(1.0, (x + 3) / 6)).cast(out)
+  def hardswish(self) -> Tensor:
+    x, out = self._float_cast()
+    return x.le(-3).where(0.0, x.ge(3).where(x, x * (x + 3) / 6)).cast(out)
+  def elu(self, alpha:float=1.0) -> Tensor:
+    x, out = self._float_cast()
+    pos = x.gt(0)
+    return pos.where(x, pos.where(0.0, x).expm1() * alpha).cast(out)
+  def celu(self, alpha:float=1.0) -> Tensor:
+    x, out = self._float_cast()
+    pos = x.gt(0)
+    return pos.where(x, (pos.where(0.0, x) / alpha).expm1() * alpha).cast(out)
+  def selu(self) -> Tensor:
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    x, out = self._float_cast()
+    pos = x.gt(0)
+    return (pos.where(x, pos.where(0.0, x).expm1() * alpha) * scale).cast(out)
+  def silu(self) -> Tensor:
+    x, out = self._float_cast()
+    return (x * x.sigmoid()).cast(out)
+  def swish(self) -> Tensor: return self.silu()
+  def quick_gelu(self) -> Tensor:
+    x, out = self._float_cast()
+    return (x * (x * 1.702).sigmoid()).cast(out)
+  def gelu(self, approximate:str="none") -> Tensor:
+    """x * Phi(x) with the exact erf ("none") or torch's tanh approximation ("tanh")"""
+    x, out = self._float_cast()
+    if approximate == "none": return (0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())).cast(out)
+    if approximate == "tanh": return (0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())).cast(out)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+  def mish(self) -> Tensor:
+    x, out = self._float_cast()
+    return (x * x.softplus().tanh()).cast(out)
 
   # ***** movement *****
 
@@ -606,10 +915,12 @@ class Tensor(MathTrait):
       if resolve(known == 0) or self.numel() % known != 0: raise ValueError(f"can't reshape {self.shape} to {new_shape}")
       new_shape = tuple(self.numel() // known if isinstance(s, int) and s == -1 else s for s in new_shape)
     if any(isinstance(s, int) and s < 0 for s in new_shape): raise ValueError(f"reshape to a negative size {new_shape}")
-    if resolve(prod(new_shape) != self.numel()):
+    if _sym_ne(prod(new_shape), self.numel()):
       raise ValueError(f"can't reshape {self.shape} ({self.numel()} elements) to {new_shape} ({prod(new_shape)} elements)")
     return self if new_shape == self.shape else Tensor(self.uop.reshape(new_shape))
-  def view(self, shape:Any, *args:Any) -> Tensor: return self.reshape(shape, *args)
+  def view(self, shape:Any, *args:Any) -> Tensor:
+    """reshape, or with a dtype, a bitcast like torch's view(dtype)."""
+    return self.bitcast(shape) if isinstance(shape, DType) and not args else self.reshape(shape, *args)
   def permute(self, order:Any, *args:Any) -> Tensor:
     perm = tuple(self._resolve_dim(d) for d in argfix(order, *args))
     if sorted(perm) != list(range(self.ndim)): raise ValueError(f"permute order {argfix(order, *args)} is not a permutation of {self.ndim} dims")
@@ -625,15 +936,17 @@ class Tensor(MathTrait):
     if len(arg) != self.ndim: raise ValueError(f"shrink needs one (start, end) per dim ({self.ndim}), got {tuple(arg)}")
     bounds = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     for (b, e), s in zip(bounds, self.shape):
-      if resolve(b < 0) or resolve(e < b) or resolve(e > s): raise ValueError(f"shrink {tuple(arg)} is out of bounds for shape {self.shape}")
+      if _sym_lt(b, 0) or _sym_lt(e, b) or _sym_lt(s, e): raise ValueError(f"shrink {tuple(arg)} is out of bounds for shape {self.shape}")
     return self if all(b == 0 and e == s for (b, e), s in zip(bounds, self.shape)) else Tensor(self.uop.shrink(bounds))  # type: ignore[arg-type]
   def pad(self, padding:Sequence, mode:str="constant", value:ConstType=0.0) -> Tensor:
     """Pad with value: padding is ((before, after) or None) per dim, or a flat torch-style tuple (last dim first). Negative pads cut."""
-    if mode != "constant": raise NotImplementedError(f"pad mode {mode!r}: only 'constant' is supported")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+      raise ValueError(f"pad mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     if all(isinstance(p, int) for p in padding): pairs = _flat_to_pairs(padding, self.ndim)
     else:
       if len(padding) != self.ndim: raise ValueError(f"padding {tuple(padding)} needs one (before, after) per dim ({self.ndim})")
       pairs = tuple((0, 0) if p is None else tuple(p) for p in padding)
+    if mode != "constant": return self._pad_mode(pairs, mode)
     grow = tuple((max(b, 0), max(e, 0)) for b, e in pairs)
     ret = self if all(p == (0, 0) for p in grow) else Tensor(self.uop.pad(grow))
     if value != 0 and any(p != (0, 0) for p in grow):
@@ -671,29 +984,78 @@ class Tensor(MathTrait):
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
   def __getitem__(self, indices:Any) -> Tensor:
-    """Basic indexing: ints (negative too), slices (any step), None and one Ellipsis."""
-    idx = indices if isinstance(indices, tuple) else (indices,)
-    for i in idx:
-      if isinstance(i, (Tensor, list)) or _is_numpy(i) and getattr(i, "shape", ()) != ():
-        raise NotImplementedError("advanced indexing with lists or Tensors is not supported yet; index with ints, slices, None and ...")
-      if isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice)) or _is_numpy(i)):
-        raise TypeError(f"invalid index {i!r} of type {type(i).__name__}: expected an int, slice, None or ...")
-    idx = tuple(int(i) if _is_numpy(i) else i for i in idx)
+    """Indexing like torch: ints (negative too), slices (any step), None, one Ellipsis, and advanced indices: int Tensors, lists, numpy
+    arrays and bool masks. Advanced indices broadcast together; their dims go where the first one was when they are adjacent, else first.
+    A Tensor index out of range reads 0 (it is not checked: that would need its values); list indices are checked."""
+    idx, advanced = self._index_entries(indices)
+    x = self._basic_index(idx)[0]
+    return x._advanced_gather(advanced) if advanced else x
+  def _index_entries(self, indices:Any) -> tuple[tuple, list[tuple[int, Tensor]]]:
+    # -> the index with the Ellipsis expanded and each advanced index replaced by a full slice, and the advanced indices as
+    # (dim of the basic result they index, int Tensor)
+    idx = list(indices) if isinstance(indices, tuple) else [indices]
+    for n, i in enumerate(idx):
+      if isinstance(i, (list, tuple)) or (_is_numpy(i) and getattr(i, "shape", ()) != ()):
+        # lists and arrays become Tensors; their values are known, so they are kept to be checked against the dim's size
+        values = i.tolist() if _is_numpy(i) else i
+        idx[n] = i = (Tensor(values, self.device) if len(values) else Tensor.empty(0, dtype=dtypes.int32, device=self.device), values)
+      elif _is_numpy(i): idx[n] = i = i.item()
+      if isinstance(t := i[0] if isinstance(i, tuple) else i, Tensor):
+        if not (dtypes.is_int(t.dtype) or t.dtype == dtypes.bool):
+          raise IndexError(f"tensors used as indices must be int or bool tensors, got a {t.dtype} tensor")
+        if t.device != self.device: raise ValueError(f"index tensor is on {t.device}, the indexed tensor on {self.device}")
+      elif not (i is None or i is Ellipsis or isinstance(i, (int, slice))):
+        raise TypeError(f"invalid index {i!r} of type {type(i).__name__}: expected an int, slice, None, ..., bool, list or int/bool Tensor")
+    def tensor_of(i:Any) -> Tensor|None: return i[0] if isinstance(i, tuple) else i if isinstance(i, Tensor) else None
+    def dims_used(i:Any) -> int:
+      if (t := tensor_of(i)) is not None: return max(t.ndim, 1) if t.dtype == dtypes.bool else 1
+      return 0 if i is None or i is Ellipsis or isinstance(i, bool) else 1
     if (n_ellipsis := sum(1 for i in idx if i is Ellipsis)) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
-    n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
-    if n_real > self.ndim: raise IndexError(f"too many indices for a tensor of {self.ndim} dims: {n_real} given")
-    # the ellipsis (or the end, when there is none) stands for every dim not indexed
-    fill = (slice(None),) * (self.ndim - n_real)
-    idx = tuple(x for i in idx for x in (fill if i is Ellipsis else (i,))) + (() if n_ellipsis else fill)
-    # per original dim: (begin, end) in (maybe flipped) coordinates, the stride, the number of elements, and whether the dim is kept
+    if (n_real := sum(dims_used(i) for i in idx)) > self.ndim: raise IndexError(f"too many indices for a tensor of {self.ndim} dims: {n_real} given")
+    fill = [slice(None)] * (self.ndim - n_real)
+    idx = [x for i in idx for x in (fill if i is Ellipsis else [i])] + ([] if n_ellipsis else fill)
+    out: list = []
+    advanced: list[tuple[int, Tensor]] = []
+    dim, res_dim = 0, 0
+    for i in idx:
+      if (t := tensor_of(i)) is None:
+        out.append(i)
+        dim, res_dim = dim + dims_used(i), res_dim + (0 if isinstance(i, int) and not isinstance(i, bool) else 1)
+        continue
+      if t.dtype == dtypes.bool:
+        # a mask stands for the int indices of its True elements, one index tensor per dim it covers (this reads the mask)
+        mshape, sizes = (t.shape or (1,)), self.shape[dim:dim+max(t.ndim, 1)]
+        if t.ndim and mshape != sizes: raise IndexError(f"the mask of shape {t.shape} does not match the indexed dims {sizes} at dim {dim}")
+        flat = t.flatten().tolist()
+        hits = [n for n, m in enumerate(flat) if m]
+        if t.ndim == 0: out.append(None)  # a 0-d mask adds a dim of size 1 or 0, like numpy
+        cols = [[h // prod(mshape[k+1:]) % mshape[k] for h in hits] for k in range(len(mshape))] if t.ndim else [[0] * len(hits)]
+        for col in cols:
+          if t.ndim: out.append(slice(None))
+          advanced.append((res_dim, Tensor(col, self.device, dtypes.int32) if col else Tensor.empty(0, dtype=dtypes.int32, device=self.device)))
+          res_dim += 1
+        dim += t.ndim
+        continue
+      if isinstance(i, tuple):
+        size = self.shape[dim]
+        if (bad := next((v for v in fully_flatten(i[1]) if not -size <= v < size), None)) is not None:
+          raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+      out.append(slice(None))
+      advanced.append((res_dim, t))
+      dim, res_dim = dim + 1, res_dim + 1
+    return tuple(out), advanced
+  def _basic_index(self, idx:tuple) -> tuple[Tensor, tuple]:
+    # ints, slices, None and bools (no Ellipsis: _index_entries expanded it) as movement ops; the plan lets _basic_place invert them
     bounds: list[tuple[int, int]] = []
     flips: list[bool] = []
     strides: list[int] = []
     counts: list[int] = []
     out_shape: list[int] = []
+    empty_dims: list[int] = []
     dim = 0
     for i in idx:
-      if i is None:
+      if i is None or isinstance(i, bool):
+        if i is False: empty_dims.append(len(out_shape))
         out_shape.append(1)
         continue
       size = self.shape[dim]
@@ -718,9 +1080,80 @@ class Tensor(MathTrait):
       x = x.pad(tuple((0, c*s - (e-b)) if c else (0, 0) for (b, e), s, c in zip(bounds, strides, counts)))
       x = x.reshape(tuple(d for c, s in zip(counts, strides) for d in (c, s if c else 1)))
       x = x.shrink(tuple(p for c in counts for p in ((0, c), (0, 1)))).reshape(tuple(counts))
-    return x.reshape(tuple(out_shape))
+    x = x.reshape(tuple(out_shape))
+    if empty_dims: x = x.shrink(tuple((0, 0) if d in empty_dims else None for d in range(x.ndim)))
+    return x, (tuple(flips), tuple(bounds), tuple(strides), tuple(counts))
+  def _basic_place(self, plan:tuple, v:Tensor) -> tuple[Tensor, Tensor]:
+    # the inverse of _basic_index: v (of the basic result's shape, ignoring its dims of size 1) placed into self's shape, and the mask of
+    # the places it covers; both are views, so a blend with them fuses into one kernel
+    flips, bounds, strides, counts = plan
+    def place(t:Tensor) -> Tensor:
+      t = t.reshape(counts)
+      if any(s > 1 for s in strides):
+        t = t.reshape(tuple(d for c in counts for d in (c, 1))).pad(tuple(p for s in strides for p in ((0, 0), (0, s-1))))
+        t = t.reshape(tuple(c*s for c, s in zip(counts, strides))).shrink(tuple((0, e-b) for b, e in bounds))
+      t = t.pad(tuple((b, size-e) for (b, e), size in zip(bounds, self.shape)))
+      return t.flip([d for d, f in enumerate(flips) if f]) if any(flips) else t
+    return place(v), place(Tensor(True, self.device, dtypes.bool)._broadcast_to(counts))
+  def _advanced_layout(self, advanced:list[tuple[int, Tensor]]) -> tuple[list[int], tuple[sint, ...], Tensor, bool]:
+    # -> (indexed dims, broadcast shape of the indices, the flat index into those dims (negatives wrapped), whether the dims are adjacent)
+    dims = [d for d, _ in advanced]
+    bshape = _broadcast_shape("index", *[t.shape for _, t in advanced])
+    sizes = [self.shape[d] for d in dims]
+    idx_dt = dtypes.int64 if prod(sizes) > 2**31 - 1 else dtypes.int32
+    flat: Tensor|None = None
+    for (d, t), size, stride in zip(advanced, sizes, [prod(sizes[k+1:]) for k in range(len(sizes))]):
+      ti = t.cast(idx_dt)
+      ti = (ti < 0).where(ti + size, ti)._broadcast_to(bshape) * stride
+      flat = ti if flat is None else flat + ti
+    assert flat is not None
+    return dims, bshape, flat, dims == list(range(dims[0], dims[0] + len(dims)))
+  def _advanced_gather(self, advanced:list[tuple[int, Tensor]]) -> Tensor:
+    # the indexed dims go last and are flattened to P; each result element sums x where its flat index equals arange(P). The compare is
+    # elementwise and fuses into the sum: no one-hot matrix is stored
+    dims, bshape, flat, adjacent = self._advanced_layout(advanced)
+    others = [d for d in range(self.ndim) if d not in dims]
+    n_idx = prod(self.shape[d] for d in dims)
+    x = self.permute(others + dims).reshape(tuple(self.shape[d] for d in others) + (1,)*len(bshape) + (n_idx,))
+    hit = flat.unsqueeze(-1) == Tensor.arange(_as_int(n_idx, "index"), device=self.device, dtype=flat.dtype)
+    ret = hit.where(x, Tensor(0, self.device, self.dtype))._reduce(Ops.ADD, -1)
+    # (others..., index dims...): adjacent indices go back to where the first indexed dim was, others go first
+    n_pre, nb = sum(1 for d in others if d < dims[0]) if adjacent else 0, len(bshape)
+    return ret.permute(list(range(n_pre)) + list(range(len(others), len(others) + nb)) + list(range(n_pre, len(others))))
+  def _advanced_put(self, advanced:list[tuple[int, Tensor]], v:Tensor) -> Tensor:
+    # self with the elements the advanced indices pick replaced by v (of the indexing result's shape); where an index repeats, the
+    # last one wins, as torch does on CPU
+    dims, bshape, flat, adjacent = self._advanced_layout(advanced)
+    others = [d for d in range(self.ndim) if d not in dims]
+    oshape = tuple(self.shape[d] for d in others)
+    n_pre, nb, n_idx, n_b = sum(1 for d in others if d < dims[0]), len(bshape), prod(self.shape[d] for d in dims), prod(bshape)
+    if not adjacent: n_pre = 0
+    v = v.permute(list(range(n_pre)) + list(range(n_pre + nb, v.ndim)) + list(range(n_pre, n_pre + nb)))
+    v = v.reshape(oshape + (n_b, 1))
+    positions = Tensor.arange(_as_int(n_idx, "setitem"), device=self.device, dtype=flat.dtype)
+    order = Tensor.arange(1, n_b + 1, device=self.device, dtype=dtypes.int32).reshape(n_b, 1)
+    # for each position: 1 + the last index that writes it, 0 where none does
+    last = (flat.reshape(n_b, 1) == positions).where(order, 0).max(0)
+    picked = (order == last).where(v, Tensor(0, self.device, self.dtype))._reduce(Ops.ADD, -2).reshape(oshape + (n_idx,))
+    x = self.permute(others + dims).reshape(oshape + (n_idx,))
+    ret = (last > 0).where(picked, x).reshape(oshape + tuple(self.shape[d] for d in dims))
+    return ret.permute([(others + dims).index(d) for d in range(self.ndim)])
   def __setitem__(self, indices:Any, v:Any) -> None:
-    raise NotImplementedError("item assignment is not supported yet; build the new tensor with where/pad/cat and use assign")
+    """Write v (broadcast to the shape self[indices] has, cast to self's dtype) into the indexed elements. A realized self (or a view
+    of a buffer) is written right away by an ASSIGN of a masked blend, so every view of the buffer sees it; a lazy self becomes the blend."""
+    idx, advanced = self._index_entries(indices)
+    x, plan = self._basic_index(idx)
+    target_shape = x._advanced_gather(advanced).shape if advanced else x.shape
+    vt = (v if isinstance(v, Tensor) else Tensor(v, self.device)).cast(self.dtype)
+    if vt.device != self.device: raise ValueError(f"setitem: the value is on {vt.device}, the tensor on {self.device}")
+    try: vt = vt._broadcast_to(target_shape)
+    except ValueError: raise ValueError(f"setitem: a value of shape {vt.shape} can't be broadcast to the indexed shape {target_shape}") from None
+    if prod(target_shape) == 0: return
+    # the basic result with empty dims (bool False) and size-1 dims dropped lines up with the plan's counts
+    new_x = x._advanced_put(advanced, vt) if advanced else vt
+    placed, mask = self._basic_place(plan, new_x)
+    self.assign(mask.where(placed, self))
+    if self.uop.base.op is Ops.ASSIGN: self.realize()
 
   def cat(self, *args:Tensor, dim:int=0) -> Tensor:
     """Join tensors along an existing dim; all other dims must match."""
@@ -763,29 +1196,42 @@ class Tensor(MathTrait):
     ret = self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
   def max(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
+    """The largest value; ties share the gradient. A nan is skipped, unlike torch: finding it takes a second reduce, and a second kernel
+    where the max is broadcast (x - x.max()); a nan-propagating MAX in the renderers would give torch's answer for free."""
     self._check_nonempty("max", axis)
     return self._reduce(Ops.MAX, axis, keepdim)
+  def _max_nan(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
+    # max with torch's nan: the nan check is a second reduce
+    ret = self.max(axis, keepdim)
+    return self.isnan().any(axis, keepdim).where(math.nan, ret) if dtypes.is_float(self.dtype) else ret
   def _inverse(self) -> Tensor:
     # an order-reversing map that never overflows: ~x for ints (and bools), -x for floats
     return -self if dtypes.is_float(self.dtype) else self.bitwise_not()
   def min(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     self._check_nonempty("min", axis)
-    return self._inverse()._reduce(Ops.MAX, axis, keepdim)._inverse()
+    return self._inverse().max(axis, keepdim)._inverse()
   def mean(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     """The average; ints and bools give the default float, an empty reduction gives nan."""
     out_dt = least_upper_float(self.dtype)
     n = prod(self.shape[a] for a in self._reduce_axes(axis))
     total = self.cast(sum_acc_dtype(out_dt))._reduce(Ops.ADD, axis, keepdim)
     return (total * (1/n if n else math.nan)).cast(out_dt)
-  def var(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int=1) -> Tensor:
+  def var(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> Tensor:
+    """Variance with torch's correction (1: unbiased); no degrees of freedom left gives inf (or nan for 0/0), like torch."""
     n = prod(self.shape[a] for a in self._reduce_axes(axis))
-    sq = (self - self.mean(axis, keepdim=True)).square().sum(axis, keepdim)
-    return sq * (1/(n - correction) if n - correction > 0 else math.nan)
-  def std(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int=1) -> Tensor: return self.var(axis, keepdim, correction).sqrt()
+    x = self._to_float()
+    sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
+    return sq / max(0, n - correction)
+  def std(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> Tensor:
+    return self.var(axis, keepdim, correction).sqrt()
+  def var_mean(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> tuple[Tensor, Tensor]:
+    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  def std_mean(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> tuple[Tensor, Tensor]:
+    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
   def any(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor: return self.cast(dtypes.bool)._reduce(Ops.MAX, axis, keepdim)
   def all(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor: return self.logical_not().any(axis, keepdim).logical_not()
   def argmax(self, axis:int|None=None, keepdim:bool=False) -> Tensor:
-    """The index of the first maximum (int32); over the flattened tensor when axis is None."""
+    """The index of the first maximum (int32; a nan counts as the maximum, like torch); over the flattened tensor when axis is None."""
     if axis is None: return self.flatten().argmax(0, keepdim=False).reshape(tuple(1 for _ in self.shape) if keepdim else ())
     ax = self._resolve_dim(axis)
     if self.ndim == 0: return Tensor(0, self.device, dtypes.int32)
@@ -793,22 +1239,216 @@ class Tensor(MathTrait):
     if not isinstance(n := self.shape[ax], int): raise NotImplementedError(f"argmax over a symbolic dim {n}")
     # the first maximum gets the biggest weight n-i, so one max reduce finds it
     weights = Tensor.arange(n, 0, -1, device=self.device).reshape((n,) + (1,)*(self.ndim-ax-1))
-    hit = self.eq(self.max(ax, keepdim=True))
-    return (n - (hit * weights).max(ax, keepdim)).cast(dtypes.int32)
+    key = self.eq(self.max(ax, keepdim=True)) * weights
+    if not dtypes.is_float(self.dtype): return (n - key.max(ax, keepdim)).cast(dtypes.int32)
+    # a nan counts as the max, like torch: nan keys (n, 2n] outrank the others [1, n]
+    k = self.isnan().where(weights + n, key).max(ax, keepdim)
+    return k.gt(n).where(2*n - k, n - k).cast(dtypes.int32)
   def argmin(self, axis:int|None=None, keepdim:bool=False) -> Tensor: return self._inverse().argmax(axis, keepdim)
-  def cumsum(self, axis:int=0) -> Tensor:
-    """Running sum along axis, in one kernel: row r of an (n, n) window view holds the n values ending at r."""
-    if self.ndim == 0: return self.sum()
+
+  def _softmax_parts(self, axis:int, dtype:DTypeLike|None) -> tuple[Tensor, Tensor, DType]:
+    # (x - max, sum of exp) in float32/64 (half input rounds once at the end, like torch); the max is only a shift, so it's detached
+    x = self.cast(dtype) if dtype is not None else self
+    x, out = x._float_cast()
+    m = x - x._reduce(Ops.MAX, axis, keepdim=True).detach()
+    return m, m.exp().sum(axis, keepdim=True), out
+  def softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along axis, shifted by the max so nothing overflows: 3 kernels (max, sum, divide)."""
+    m, s, out = self._softmax_parts(axis, dtype)
+    return (m.exp() / s).cast(out)
+  def log_softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
+    m, s, out = self._softmax_parts(axis, dtype)
+    return (m - s.log()).cast(out)
+  def logsumexp(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
+    """log(sum(exp(x))) shifted by the max; an infinite max shifts by 0 (all -inf gives -inf, any inf gives inf), like torch."""
+    x, out = self._float_cast()
+    m = x._reduce(Ops.MAX, axis, keepdim=True).detach()
+    m = m.isinf().where(0.0, m)
+    ret = (x - m).exp().sum(axis, keepdim=True).log() + m
+    return (ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._reduce_axes(axis)))).cast(out)
+  def isclose(self, other:Any, rtol:float=1e-05, atol:float=1e-08, equal_nan:bool=False) -> Tensor:
+    """|self - other| <= atol + rtol * |other| (or equal, which covers infinities), like torch."""
+    a, b = self._broadcasted(other, what="isclose")
+    close = a.eq(b)
+    if equal_nan and dtypes.is_float(a.dtype): close = close | (a.isnan() & b.isnan())
+    if rtol == 0 and atol == 0: return close
+    af, bf = a._to_float(), b._to_float()
+    err = (af - bf).abs()
+    return close | (err.isfinite() & err.le(atol + (bf * rtol).abs()))
+
+  # cumulative ops see the axis through an (n, n) window view: row r holds the n values ending at r (fill before the start). One kernel,
+  # O(n**2) work: fine for the sizes a cumulative op meets in practice.
+  def _cum_windows(self, axis:int, fill:ConstType) -> tuple[Tensor, int]:
     ax = self._resolve_dim(axis)
     x = self.transpose(ax, -1)
-    n = x.shape[-1]
-    if not isinstance(n, int): raise NotImplementedError("cumsum over a symbolic dim")
-    if n == 0: return self.cast(self.sum().dtype)
+    if not isinstance(n := x.shape[-1], int): raise NotImplementedError(f"cumulative op over a symbolic dim {n}")
     lead = ((0, 0),) * (x.ndim - 1)
-    padded = x.pad(lead + ((n-1, 0),))
+    padded = x.pad(lead + ((n-1, 0),), value=fill)
     tiled = padded.unsqueeze(-2).expand(padded.shape[:-1] + (n, 2*n-1)).flatten(-2)
-    windows = tiled.pad(lead + ((0, n),)).unflatten(-1, (n, 2*n)).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n), (0, n)))
-    return windows.sum(-1).transpose(ax, -1)
+    return tiled.pad(lead + ((0, n),)).unflatten(-1, (n, 2*n)).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n), (0, n))), ax
+  def cumsum(self, axis:int=0) -> Tensor:
+    """Running sum along axis (small ints accumulate and return int32/uint32, like sum)"""
+    if self.ndim == 0 or self.shape[self._resolve_dim(axis)] == 0: return self.cast(self.sum().dtype)
+    acc = sum_acc_dtype(self.dtype)
+    win, ax = self.cast(acc)._cum_windows(axis, 0)
+    ret = win.sum(-1).transpose(ax, -1)
+    return ret.cast(self.dtype) if dtypes.is_float(self.dtype) else ret
+  def cumprod(self, axis:int=0) -> Tensor:
+    if self.ndim == 0 or self.shape[self._resolve_dim(axis)] == 0: return self.cast(self.sum().dtype)
+    acc = sum_acc_dtype(self.dtype)
+    win, ax = self.cast(acc)._cum_windows(axis, 1)
+    ret = win.prod(-1).transpose(ax, -1)
+    return ret.cast(self.dtype) if dtypes.is_float(self.dtype) else ret
+  def _cum_extreme(self, axis:int) -> tuple[Tensor, Tensor]:
+    # running max and the index (int32) of the last element equal to it; once a nan shows up it is the max, and its index is the last nan's
+    if self.ndim == 0: return self, Tensor(0, self.device, dtypes.int32)
+    if not isinstance(n := self.shape[ax := self._resolve_dim(axis)], int): raise NotImplementedError(f"cummax over a symbolic dim {n}")
+    if n == 0: return self, self.cast(dtypes.int32)
+    fill = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
+    win, _ = self._cum_windows(ax, fill)
+    vals = win._max_nan(-1, keepdim=True)
+    hit = win.eq(vals) | (win.isnan() & vals.isnan()) if dtypes.is_float(self.dtype) else win.eq(vals)
+    pos = Tensor.arange(n, device=self.device).reshape(n, 1) + Tensor.arange(n, device=self.device) - (n - 1)   # window slot -> index
+    idx = hit.where(pos, -1).max(-1)
+    return vals.squeeze(-1).transpose(ax, -1), idx.transpose(ax, -1).cast(dtypes.int32)
+  def cummax(self, axis:int=0) -> tuple[Tensor, Tensor]:
+    """(running max, index of it) along axis, like torch.cummax: ties give the later index, nan sticks"""
+    return self._cum_extreme(axis)
+  def cummin(self, axis:int=0) -> tuple[Tensor, Tensor]:
+    vals, idx = self._inverse()._cum_extreme(axis)
+    return vals._inverse(), idx
+  def logcumsumexp(self, axis:int=0) -> Tensor:
+    """log(cumsum(exp(x))) with every prefix shifted by its own max, so a big dynamic range neither overflows nor underflows"""
+    x, out = self._float_cast()
+    if x.ndim == 0 or x.shape[x._resolve_dim(axis)] == 0: return x.cast(out)
+    win, ax = x._cum_windows(axis, -math.inf)
+    c = win._reduce(Ops.MAX, -1, keepdim=True).detach()
+    c = c.isinf().where(0.0, c)
+    return ((win - c).exp().sum(-1, keepdim=True).log() + c).squeeze(-1).transpose(ax, -1).cast(out)
+
+  @staticmethod
+  def einsum(formula:str, *operands:Tensor|Sequence[Tensor]) -> Tensor:
+    """Einstein summation, torch's rules: `->` optional (then the output is the letters seen once, sorted), `...` for broadcast dims,
+    a letter repeated in one operand takes its diagonal. Every operand is lined up on one set of axes, multiplied and summed."""
+    xs = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
+    if not all(isinstance(x, Tensor) for x in xs): raise TypeError(f"einsum operands must be Tensors, got {[type(x).__name__ for x in xs]}")
+    tensors = cast(list[Tensor], xs)
+    f = formula.replace(" ", "")
+    lhs, rhs = f.split("->") if "->" in f else (f, None)
+    subs = lhs.split(",")
+    if len(subs) != len(tensors): raise ValueError(f"einsum {formula!r} names {len(subs)} operands, got {len(tensors)}")
+    if any(c not in string.ascii_letters + ".," for c in lhs + (rhs or "")):
+      raise ValueError(f"einsum {formula!r}: subscripts must be letters, '...' and ','")
+    # '...' stands for the leading broadcast dims: give them letters not used anywhere else
+    spare = [c for c in string.ascii_letters if c not in f]
+    n_ell = max([t.ndim - (len(s) - 3) for s, t in zip(subs, tensors) if "..." in s], default=0)
+    ell = spare[:n_ell]
+    letters: list[list[str]] = []
+    for s, t in zip(subs, tensors):
+      if "..." in s: s = s.replace("...", "".join(ell[n_ell - (t.ndim - (len(s) - 3)):]) if t.ndim - (len(s) - 3) > 0 else "")
+      if "." in s or len(s) != t.ndim:
+        raise ValueError(f"einsum {formula!r}: subscript {s!r} doesn't fit an operand of shape {t.shape}")
+      letters.append(list(s))
+    if rhs is None: out = ell + sorted(c for c in set(lhs) - {"."} if sum(ls.count(c) for ls in letters) == 1)
+    else:
+      if rhs.count("...") > 1 or "." in rhs.replace("...", ""): raise ValueError(f"einsum {formula!r}: bad output subscript {rhs!r}")
+      out = list(rhs.replace("...", "".join(ell)))
+    seen = {c for ls in letters for c in ls}
+    if len(set(out)) != len(out) or any(c not in seen for c in out): raise ValueError(f"einsum {formula!r}: output {''.join(out)!r} is invalid")
+    order = out + sorted(seen - set(out))
+    lined: list[Tensor] = []
+    for ls, t in zip(letters, tensors):
+      while (dup := next((c for c in ls if ls.count(c) > 1), None)) is not None:   # diagonal of the two dims named dup
+        i, j = [k for k, c in enumerate(ls) if c == dup][:2]
+        t = t.permute([k for k in range(t.ndim) if k not in (i, j)] + [i, j])._diagonal_last()
+        ls = [c for k, c in enumerate(ls) if k not in (i, j)] + [dup]
+      perm = sorted(range(len(ls)), key=lambda k: order.index(ls[k]))
+      t = t.permute(perm)
+      shape, it = [], iter(t.shape)
+      for c in order: shape.append(next(it) if c in ls else 1)
+      lined.append(t.reshape(tuple(shape)))
+    ret = functools.reduce(Tensor.mul, lined)
+    return ret.sum(tuple(range(len(out), len(order)))) if len(order) > len(out) else ret
+  def _diagonal_last(self) -> Tensor:
+    # the diagonal of the last two dims (n, n) as one dim: flattened, a row of n+1 reads the next diagonal element first
+    if not isinstance(n := self.shape[-1], int) or self.shape[-2] != n:
+      raise ValueError(f"einsum: a repeated subscript needs equal concrete dims, got {self.shape[-2]} and {n}")
+    flat = self.flatten(-2).pad(((0, 0),) * (self.ndim - 2) + ((0, n),))
+    return flat.unflatten(-1, (n, n + 1)).shrink(tuple((0, s) for s in self.shape[:-2]) + ((0, n), (0, 1))).squeeze(-1)
+
+  # ***** hashing: Keccak-f[1600] on uint64 lanes *****
+
+  @staticmethod
+  def _keccak_consts() -> tuple[list[int], list[int]]:
+    """(rotation per lane x+5y, round constants), both from the Keccak reference definitions: the (x, y) -> (y, 2x+3y) walk and the
+    degree-8 LFSR"""
+    rot = [0] * 25
+    x, y = 1, 0
+    for t in range(24):
+      rot[x + 5*y] = ((t + 1) * (t + 2) // 2) % 64
+      x, y = y, (2*x + 3*y) % 5
+    def rc_bit(t:int) -> int:
+      r = 1
+      for _ in range(t % 255):
+        r <<= 1
+        if r & 0x100: r ^= 0x171
+      return r & 1
+    rcs = [sum(rc_bit(j + 7*i) << ((1 << j) - 1) for j in range(7)) for i in range(24)]
+    return rot, rcs
+  @staticmethod
+  def _keccak_f(state:Tensor) -> Tensor:
+    # the 24 rounds on (bs, 25) uint64 lanes, lane index x+5y, built on 25 separate (bs,) tensors so every index is static
+    rot, rcs = Tensor._keccak_consts()
+    a = [state[:, i] for i in range(25)]
+    def rotl(v:Tensor, k:int) -> Tensor: return v if k == 0 else (v << k) | (v >> (64 - k))
+    for rc in rcs:
+      c = [a[x] ^ a[x+5] ^ a[x+10] ^ a[x+15] ^ a[x+20] for x in range(5)]
+      d = [c[(x-1) % 5] ^ rotl(c[(x+1) % 5], 1) for x in range(5)]
+      a = [a[i] ^ d[i % 5] for i in range(25)]
+      b: list[Tensor] = [a[0]] * 25
+      for x in range(5):
+        for y in range(5): b[y + 5*((2*x + 3*y) % 5)] = rotl(a[x + 5*y], rot[x + 5*y])
+      a = [b[i] ^ (~b[(i % 5 + 1) % 5 + 5*(i // 5)] & b[(i % 5 + 2) % 5 + 5*(i // 5)]) for i in range(25)]
+      a[0] = a[0] ^ rc
+    return Tensor.stack(*a, dim=1)
+  def keccak(self, cfg:str|tuple[int, int]="sha3_256") -> Tensor:
+    """Keccak of the bytes of the last dim (any dtype, read as little-endian bytes), batched over the other dims: "sha3_224/256/384/512",
+    "shake_128/256" (16/32-byte digests, as tinygrad) or (rate, domain byte). Returns uint8 of shape (..., digest bytes)."""
+    presets = {"sha3_224": (144, 6), "sha3_256": (136, 6), "sha3_384": (104, 6), "sha3_512": (72, 6), "shake_128": (168, 31), "shake_256": (136, 31)}
+    if isinstance(cfg, str) and cfg not in presets: raise ValueError(f"keccak: unknown cfg {cfg!r}, expected one of {list(presets)} or (rate, ds)")
+    rate, dsbyte = presets[cfg] if isinstance(cfg, str) else cfg
+    if rate % 8 != 0 or not 0 < rate < 200: raise ValueError(f"keccak: rate must be a multiple of 8 in (0, 200), got {rate}")
+    if self.ndim == 0: raise ValueError("keccak needs at least one dim: it hashes the last one")
+    data = self if self.dtype == dtypes.uint8 else self.bitcast(dtypes.uint8)
+    lead, n = data.shape[:-1], data.shape[-1]
+    if not all_int(data.shape): raise NotImplementedError(f"keccak of a symbolic shape {data.shape}")
+    bs = prod(lead)
+    nblocks = n // rate + 1
+    # pad10*1 with the domain byte: the first padding byte gets dsbyte, the last one 0x80 (both in one byte when only one is free)
+    pad = [0] * (nblocks * rate - n)
+    pad[0] |= dsbyte
+    pad[-1] |= 0x80
+    msg = data.reshape(bs, n).cat(Tensor(pad, self.device, dtypes.uint8).reshape(1, -1).expand(bs, len(pad)), dim=1)
+    words = msg.reshape(bs, nblocks, rate).bitcast(dtypes.uint64)
+    state = Tensor.zeros(bs, 25, dtype=dtypes.uint64, device=self.device)
+    for i in range(nblocks):
+      # the absorb is its own small kernel, so every permutation kernel is the same program (compiled once)
+      state = (state ^ words[:, i].pad(((0, 0), (0, 25 - rate // 8)))).contiguous()
+      state = Tensor._keccak_f(state).contiguous()
+    outlen = (200 - rate) // 2   # the capacity's half: 16 bytes for shake_128, as tinygrad
+    return state.bitcast(dtypes.uint8)[:, :outlen].reshape(lead + (outlen,))
+  def hash(self) -> Tensor:
+    """tinygrad's 16-byte tensor digest: the bytes, zero-padded to whole MiB; every MiB is hashed as shake_128 of the shake_128 digests
+    of its 4096-byte blocks; digests of several MiB are hashed again the same way until one MiB is left."""
+    data = self.flatten().bitcast(dtypes.uint8) if self.dtype != dtypes.uint8 else self.flatten()
+    if not isinstance(n := data.shape[0], int): raise NotImplementedError(f"hash of a symbolic shape {self.shape}")
+    mib = 1 << 20
+    def hash_mib(d:Tensor) -> Tensor: return d.reshape(-1, 4096).keccak("shake_128").reshape(d.shape[0], -1).keccak("shake_128")
+    chunks = max(1, -(-n // mib))
+    while chunks > 1:
+      data = hash_mib(data.pad(((0, chunks * mib - data.shape[0]),)).reshape(chunks, mib)).flatten()
+      chunks = -(-chunks // 65536)
+    return hash_mib(data.pad(((0, mib - data.shape[0]),)).reshape(1, mib)).flatten()[:16]
 
   # ***** creation and randomness (2) *****
 
@@ -844,6 +1484,8 @@ class Tensor(MathTrait):
     """steps values from start to end, both included (like torch: the second half counts back from end, so end is exact)."""
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0: raise ValueError(f"linspace: steps must be an int >= 0, got {steps!r}")
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    # an int dtype takes the endpoints as ints first, like torch
+    if dtypes.is_int(dt): start, end = int(start), int(end)
     if steps <= 1: return Tensor([start][:steps], device, dt, **kwargs) if steps else Tensor.empty(0, dtype=dt, device=device, **kwargs)
     step = (end - start) / (steps - 1)
     fdt = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
@@ -997,7 +1639,734 @@ class Tensor(MathTrait):
 
   # ***** movement and indexing (2) *****
 
+  def _pad_mode(self, pairs:tuple[tuple[int, int], ...], mode:str) -> Tensor:
+    # reflect, replicate and circular: each padded side is a (flipped) slice joined on with cat. Negative pads cut, like torch: before a
+    # circular pad (it wraps within what is left), after the others (they reflect or repeat the original edges)
+    cuts = tuple((min(b, 0), min(e, 0)) for b, e in pairs) if any(b < 0 or e < 0 for b, e in pairs) else None
+    x = self.pad(cuts) if cuts is not None and mode == "circular" else self
+    for d, (before, after) in enumerate(pairs):
+      b, a, n = max(before, 0), max(after, 0), x.shape[d]
+      if b == 0 and a == 0: continue
+      if not isinstance(n, int): raise NotImplementedError(f"pad mode {mode!r} on a symbolic dim {n}")
+      limit = n - 1 if mode == "reflect" else n if mode == "circular" else math.inf
+      if n == 0 or max(b, a) > limit:
+        raise ValueError(f"pad mode {mode!r}: padding ({before}, {after}) of dim {d} must be at most {limit if n else 'nothing'} for its size {n}")
+      def part(start:int, end:int, flip:bool=False, xx:Tensor=x, dd:int=d) -> Tensor:
+        p = xx.shrink(tuple((start, end) if i == dd else None for i in range(xx.ndim)))
+        return p.flip(dd) if flip else p
+      if mode == "reflect": left, right = part(1, b+1, True), part(n-1-a, n-1, True)
+      elif mode == "circular": left, right = part(n-b, n), part(0, a)
+      else:
+        left = part(0, 1).expand(tuple(b if i == d else s for i, s in enumerate(x.shape)))
+        right = part(n-1, n).expand(tuple(a if i == d else s for i, s in enumerate(x.shape)))
+      x = left.cat(x, right, dim=d)
+    return x.pad(cuts) if cuts is not None and mode != "circular" else x
+  def repeat(self, repeats:Any, *args:Any) -> Tensor:
+    """Tile self: repeats[i] copies along dim i; more repeats than dims add dims in front (torch's repeat, numpy's tile)."""
+    reps = argfix(repeats, *args)
+    if len(reps) < self.ndim: raise ValueError(f"repeat: {len(reps)} repeats given for a tensor of {self.ndim} dims; at least {self.ndim} needed")
+    if any(not isinstance(r, int) or r < 0 for r in reps): raise ValueError(f"repeat: repeats must be ints >= 0, got {reps}")
+    base = self.reshape((1,) * (len(reps) - self.ndim) + self.shape)
+    tiled = base.reshape(tuple(d for s in base.shape for d in (1, s))).expand(tuple(d for r, s in zip(reps, base.shape) for d in (r, s)))
+    return tiled.reshape(tuple(r * s for r, s in zip(reps, base.shape)))
+  def repeat_interleave(self, repeats:int|Sequence[int]|Tensor, dim:int|None=None) -> Tensor:
+    """Repeat each element: repeats times, or repeats[i] times for element i, along dim (over the flattened tensor when dim is None)."""
+    x, d = (self.flatten(), 0) if dim is None else (self, self._resolve_dim(dim))
+    if isinstance(repeats, int):
+      if repeats < 0: raise ValueError(f"repeat_interleave: repeats must be >= 0, got {repeats}")
+      return x.unsqueeze(d+1).expand(x.shape[:d+1] + (repeats,) + x.shape[d+1:]).flatten(d, d+1)
+    counts = repeats.tolist() if isinstance(repeats, Tensor) else list(repeats)
+    if isinstance(counts, int): return x.repeat_interleave(counts, d)
+    if len(counts) == 1: return x.repeat_interleave(int(counts[0]), d)
+    if len(counts) != x.shape[d] or any(c < 0 for c in counts):
+      raise ValueError(f"repeat_interleave: repeats must be {x.shape[d]} ints >= 0 for dim {d} of size {x.shape[d]}, got {counts}")
+    picks = [i for i, c in enumerate(counts) for _ in range(c)]
+    return x[(slice(None),) * d + (Tensor(picks, x.device, dtypes.int32) if picks else Tensor.empty(0, dtype=dtypes.int32, device=x.device),)]
+  def split(self, split_size:int|Sequence[int], dim:int=0) -> tuple[Tensor, ...]:
+    """Pieces of split_size along dim (the last may be smaller), or pieces of the sizes listed (they must add up to the dim)."""
+    d = self._resolve_dim(dim)
+    n = self.shape[d]
+    if not isinstance(n, int): raise NotImplementedError(f"split of a symbolic dim {n}")
+    if isinstance(split_size, int):
+      if split_size <= 0 and n > 0: raise ValueError(f"split: split_size must be > 0, got {split_size}")
+      sizes = [min(split_size, n - s) for s in range(0, n, split_size)] if n else [0]
+    else:
+      sizes = list(split_size)
+      if sum(sizes) != n or any(s < 0 for s in sizes): raise ValueError(f"split: sizes {sizes} must be >= 0 and add up to dim {d}'s size {n}")
+    starts = list(itertools.accumulate(sizes, initial=0))
+    return tuple(self.shrink(tuple((starts[i], starts[i+1]) if j == d else None for j in range(self.ndim))) for i in range(len(sizes)))
+  def chunk(self, chunks:int, dim:int=0) -> tuple[Tensor, ...]:
+    """At most chunks pieces of ceil(size / chunks) along dim, like torch (fewer when the size doesn't allow more)."""
+    if not isinstance(chunks, int) or chunks <= 0: raise ValueError(f"chunk: chunks must be an int > 0, got {chunks!r}")
+    n = self.shape[self._resolve_dim(dim)]
+    if not isinstance(n, int): raise NotImplementedError(f"chunk of a symbolic dim {n}")
+    return self.split(max(1, -(-n // chunks)), dim)
+  def unfold(self, dimension:int, size:int, step:int) -> Tensor:
+    """Windows of size elements every step along dimension: that dim becomes the window count, a last dim of size is added."""
+    d = self._resolve_dim(dimension)
+    n = self.shape[d] if self.ndim else 1
+    if not isinstance(n, int): raise NotImplementedError(f"unfold of a symbolic dim {n}")
+    if not 0 <= size <= n: raise ValueError(f"unfold: size {size} must be in [0, {n}] for dim {dimension} of size {n}")
+    if step <= 0: raise ValueError(f"unfold: step must be > 0, got {step}")
+    if self.ndim == 0: return self.reshape(1)
+    return self.transpose(d, -1)._pool((size,), step).transpose(d, -2)
+  def meshgrid(self, *args:Tensor, indexing:str="ij") -> tuple[Tensor, ...]:
+    """Coordinate grids of 1-D tensors: indexing 'ij' gives shape (len0, len1, ...), 'xy' swaps the first two (Cartesian)."""
+    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    tensors = [t.reshape(-1) if t.ndim == 0 else t for t in (self,) + args]
+    if any(t.ndim != 1 for t in tensors): raise ValueError(f"meshgrid: tensors must be 0-D or 1-D, got shapes {[t.shape for t in tensors]}")
+    shape = [t.shape[0] for t in tensors]
+    axes = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2: shape[0], shape[1], axes[0], axes[1] = shape[1], shape[0], 1, 0
+    return tuple(t.reshape(tuple(-1 if i == ax else 1 for i in range(len(shape)))).expand(tuple(shape)) for t, ax in zip(tensors, axes))
+  def diag(self, diagonal:int=0) -> Tensor:
+    """1-D: a square matrix with self on the given diagonal; 2-D: that diagonal of self (torch.diag)."""
+    if self.ndim == 2: return self.diagonal(diagonal)
+    if self.ndim != 1: raise ValueError(f"diag: expected a 1-D or 2-D tensor, got shape {self.shape}")
+    n = self.shape[0]
+    # a column padded to n+1 columns, read back as (n, n), puts each element on the diagonal
+    square = self.reshape(n, 1).pad(((0, 0), (0, n))).flatten().shrink(((0, n*n),)).reshape(n, n)
+    k = abs(diagonal)
+    return square.pad(((0, k), (k, 0)) if diagonal >= 0 else ((k, 0), (0, k)))
+  def diagonal(self, offset:int=0, dim1:int=0, dim2:int=1) -> Tensor:
+    """The diagonal of the (dim1, dim2) planes, as a last dim (torch.diagonal)."""
+    d1, d2 = self._resolve_dim(dim1), self._resolve_dim(dim2)
+    if d1 == d2: raise ValueError(f"diagonal: dim1 and dim2 must be different dims, both are {d1}")
+    x = self.permute([d for d in range(self.ndim) if d not in (d1, d2)] + [d1, d2])
+    rows, cols = x.shape[-2], x.shape[-1]
+    if not isinstance(rows, int) or not isinstance(cols, int): raise NotImplementedError("diagonal of symbolic dims")
+    r0, c0 = max(-offset, 0), max(offset, 0)
+    m = max(0, min(rows - r0, cols - c0))
+    x = x.shrink(tuple(None for _ in x.shape[:-2]) + ((min(r0, rows), min(r0, rows) + m), (min(c0, cols), min(c0, cols) + m)))
+    # (m, m) read as (m, m+1) after padding m: the diagonal is column 0
+    flat = x.flatten(-2).pad(tuple((0, 0) for _ in x.shape[:-2]) + ((0, m),))
+    return flat.unflatten(-1, (m, m+1)).shrink(tuple(None for _ in x.shape[:-2]) + ((0, m), (0, 1))).flatten(-2) if m else x.flatten(-2)
+  def roll(self, shifts:int|Sequence[int], dims:int|Sequence[int]|None=None) -> Tensor:
+    """Shift elements along dims, wrapping around (over the flattened tensor when dims is None)."""
+    if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
+    shift_l, dim_l = ([shifts] if isinstance(shifts, int) else list(shifts)), ([dims] if isinstance(dims, int) else list(dims))
+    if len(shift_l) != len(dim_l): raise ValueError(f"roll: {len(shift_l)} shifts for {len(dim_l)} dims; give one shift per dim")
+    x = self
+    for s, d in zip(shift_l, dim_l):
+      d = self._resolve_dim(d)
+      n = x.shape[d]
+      if not isinstance(n, int): raise NotImplementedError(f"roll of a symbolic dim {n}")
+      if n == 0 or s % n == 0: continue
+      a, b = x.split([n - s % n, s % n], d)
+      x = b.cat(a, dim=d)
+    return x
+  def rearrange(self, formula:str, **sizes:int) -> Tensor:
+    """einops' rearrange: "b c (h w) -> b h w c" with h= or w= given; names, (groups), ... and 1 on either side."""
+    def parse(side:str) -> list[list[str]]:
+      groups: list[list[str]] = []
+      cur: list[str]|None = None
+      for tok in side.replace("(", " ( ").replace(")", " ) ").split():
+        if tok == "(":
+          if cur is not None: raise ValueError(f"rearrange: nested parentheses in {formula!r}")
+          cur = []
+        elif tok == ")":
+          if cur is None: raise ValueError(f"rearrange: unbalanced ')' in {formula!r}")
+          groups.append(cur)
+          cur = None
+        elif cur is not None: cur.append(tok)
+        else: groups.append([tok])
+      if cur is not None: raise ValueError(f"rearrange: unbalanced '(' in {formula!r}")
+      for name in (n for g in groups for n in g):
+        if name not in ("...", "1") and not name.isidentifier(): raise ValueError(f"rearrange: bad axis name {name!r} in {formula!r}")
+      return groups
+    if formula.count("->") != 1: raise ValueError(f"rearrange: the formula must have one '->', got {formula!r}")
+    lhs, rhs = (parse(side) for side in formula.split("->"))
+    lnames, rnames = [n for g in lhs for n in g if n not in ("1", "...")], [n for g in rhs for n in g if n not in ("1", "...")]
+    if sorted(lnames) != sorted(rnames) or len(set(lnames)) != len(lnames):
+      raise ValueError(f"rearrange: both sides must name the same axes once each, got {lnames} -> {rnames}")
+    if (["..."] in lhs) != (["..."] in rhs): raise ValueError(f"rearrange: '...' must be on both sides or neither, got {formula!r}")
+    if unknown := set(sizes) - set(lnames): raise ValueError(f"rearrange: sizes given for axes {sorted(unknown)} that the formula doesn't name")
+    if any("..." in g and g != ["..."] for g in lhs + rhs): raise ValueError(f"rearrange: '...' can't be inside parentheses in {formula!r}")
+    has_ell = ["..."] in lhs
+    n_ell = self.ndim - (len(lhs) - 1) if has_ell else 0
+    if n_ell < 0 or (not has_ell and len(lhs) != self.ndim):
+      raise ValueError(f"rearrange: the left side {formula.split('->')[0].strip()!r} has {len(lhs)} axes, the tensor has {self.ndim} dims")
+    ell = [f"...{i}" for i in range(n_ell)]
+    def expand_ell(groups:list[list[str]]) -> list[list[str]]: return [x for g in groups for x in ([[e] for e in ell] if g == ["..."] else [g])]
+    lhs, rhs = expand_ell(lhs), expand_ell(rhs)
+    known: dict[str, int] = dict(sizes)
+    for g, size in zip(lhs, self.shape):
+      if not isinstance(size, int): raise NotImplementedError(f"rearrange of a symbolic dim {size}")
+      names = [n for n in g if n != "1"]
+      missing = [n for n in names if n not in known]
+      if len(missing) > 1: raise ValueError(f"rearrange: can't infer the sizes of {missing} in group {g}; give all but one")
+      rest = prod(known[n] for n in names if n in known)
+      if missing:
+        if rest == 0 or size % rest: raise ValueError(f"rearrange: group {g} of size {size} doesn't split by {rest}")
+        known[missing[0]] = size // rest
+      elif rest != size: raise ValueError(f"rearrange: group {g} has size {size}, but its axes give {rest}")
+    flat_l = [n for g in lhs for n in g if n != "1"]
+    flat_r = [n for g in rhs for n in g if n != "1"]
+    x = self.reshape(tuple(known[n] for n in flat_l)).permute([flat_l.index(n) for n in flat_r])
+    return x.reshape(tuple(prod(known[n] for n in g if n != "1") for g in rhs))
+  def masked_select(self, mask:Tensor) -> Tensor:
+    """The elements where mask (broadcast to self) is True, as 1-D. The size depends on the mask's values, so this reads the mask."""
+    if mask.dtype != dtypes.bool: raise TypeError(f"masked_select: mask must be a bool tensor, got {mask.dtype}")
+    shape = _broadcast_shape("masked_select", self.shape, mask.shape)
+    return self._broadcast_to(shape).flatten()[mask._broadcast_to(shape).flatten()]
+  def masked_fill(self, mask:Tensor, value:Any) -> Tensor:
+    """value where mask (broadcast) is True, self elsewhere; keeps self's dtype."""
+    if mask.dtype != dtypes.bool: raise TypeError(f"masked_fill: mask must be a bool tensor, got {mask.dtype}")
+    if isinstance(value, Tensor) and value.ndim != 0: raise ValueError(f"masked_fill: value must be a scalar or 0-d tensor, got shape {value.shape}")
+    fill = value.cast(self.dtype) if isinstance(value, Tensor) else Tensor(value, self.device).cast(self.dtype)
+    return mask.where(fill, self)
+  def one_hot(self, num_classes:int=-1) -> Tensor:
+    """int32 one-hot of an int tensor along a new last dim; num_classes=-1 takes max + 1 (this reads the tensor)."""
+    if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot: expected an int tensor, got {self.dtype}")
+    if num_classes == -1: num_classes = int(self.max().item()) + 1 if self.numel() else 0
+    if not isinstance(num_classes, int) or num_classes < 0: raise ValueError(f"one_hot: num_classes must be an int >= 0 or -1, got {num_classes!r}")
+    return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device, dtype=self.dtype)).cast(dtypes.default_int)
+  def _check_index_arg(self, name:str, dim:int, index:Tensor, src:Tensor|None=None) -> int:
+    d = self._resolve_dim(dim)
+    if not isinstance(index, Tensor) or not dtypes.is_int(index.dtype):
+      raise TypeError(f"{name}: index must be an int tensor, got {index.dtype if isinstance(index, Tensor) else type(index).__name__}")
+    if index.ndim != self.ndim: raise ValueError(f"{name}: index has {index.ndim} dims, self has {self.ndim}; they must match")
+    if any(resolve(i > s) for k, (i, s) in enumerate(zip(index.shape, self.shape)) if k != d):
+      raise ValueError(f"{name}: index of shape {index.shape} is bigger than self {self.shape} outside dim {d}")
+    if src is not None and (src.ndim != self.ndim or any(resolve(i > s) for i, s in zip(index.shape, src.shape))):
+      raise ValueError(f"{name}: index of shape {index.shape} is bigger than src {src.shape}")
+    return d
+  def gather(self, dim:int, index:Tensor) -> Tensor:
+    """out[i][j] = self[index[i][j]][j] (for dim 0): picks along dim, index's shape is the result's. Compare-and-sum, fused."""
+    d = self._check_index_arg("gather", dim, index)
+    n = self.shape[d]
+    x = self.shrink(tuple(None if k == d else (0, s) for k, s in enumerate(index.shape))).unsqueeze(-1).transpose(d, -1)
+    hit = index.unsqueeze(-1) == Tensor.arange(_as_int(n, "gather"), device=self.device, dtype=index.dtype)
+    return hit.where(x, Tensor(0, self.device, self.dtype))._reduce(Ops.ADD, -1)
+  def _scatter_hits(self, d:int, index:Tensor, src:Tensor) -> tuple[Tensor, Tensor]:
+    # (hit, values), both (index's shape with dim d -> its own last axis, and self's size at d): hit[..., j] says src element j of that
+    # row goes to position k of dim d; values is src broadcast to match. Reducing the last axis gives one value per target position
+    n = self.shape[d]
+    src = src.shrink(tuple((0, s) for s in index.shape))
+    hit = (index.unsqueeze(-1) == Tensor.arange(_as_int(n, "scatter"), device=self.device, dtype=index.dtype)).transpose(d, -1)
+    return hit, src.unsqueeze(-1).transpose(d, -1)
+  def _scatter_place(self, d:int, index:Tensor, reduced:Tensor, count:Tensor) -> tuple[Tensor, Tensor]:
+    # the reduced values (index's shape with self's size at d) padded out to self's shape, and whether any src element landed there
+    pads = tuple((0, s - i) if k != d else (0, 0) for k, (i, s) in enumerate(zip(index.shape, self.shape)))
+    return reduced.pad(pads), (count > 0).pad(pads)
+  def scatter(self, dim:int, index:Tensor, src:Tensor|ConstType, reduce:str|None=None) -> Tensor:
+    """out = self with out[index[i][j]][j] = src[i][j] (for dim 0); reduce 'add' or 'multiply' combines instead. Where an index
+    repeats without a reduce, one of the values wins (torch leaves it undefined)."""
+    if reduce not in (None, "add", "multiply"): raise ValueError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    if reduce is not None: return self.scatter_reduce(dim, index, src, {"add": "sum", "multiply": "prod"}[reduce])
+    srct = src if isinstance(src, Tensor) else Tensor(src, self.device, self.dtype)._broadcast_to(index.shape)
+    d = self._check_index_arg("scatter", dim, index, srct)
+    hit, vals = self._scatter_hits(d, index, srct.cast(self.dtype))
+    # where an index repeats, the last src element along dim wins, like torch on CPU: 1 + its position, 0 where nothing lands
+    order = Tensor.arange(1, index.shape[d] + 1, device=self.device, dtype=dtypes.int32)  # type: ignore[operator]
+    last = hit.where(order, 0)._reduce(Ops.MAX, -1)
+    picked = (order == last.unsqueeze(-1)).where(vals, Tensor(0, self.device, self.dtype))._reduce(Ops.ADD, -1)
+    placed, landed = self._scatter_place(d, index, picked, last)
+    return landed.where(placed, self)
+  def scatter_reduce(self, dim:int, index:Tensor, src:Tensor|ConstType, reduce:str, include_self:bool=True) -> Tensor:
+    """Combine src into self at the indexed positions with reduce 'sum', 'prod', 'mean', 'amax' or 'amin'; include_self=False leaves
+    self's own value out where something lands (positions nothing lands on keep self). Ints take the mean rounding down, like torch."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+      raise ValueError(f"scatter_reduce: reduce must be 'sum', 'prod', 'mean', 'amax' or 'amin', got {reduce!r}")
+    srct = src if isinstance(src, Tensor) else Tensor(src, self.device, self.dtype)._broadcast_to(index.shape)
+    d = self._check_index_arg("scatter_reduce", dim, index, srct)
+    hit, vals = self._scatter_hits(d, index, srct.cast(self.dtype))
+    count = hit.cast(dtypes.int32)._reduce(Ops.ADD, -1)
+    if reduce in ("sum", "mean"): red = hit.where(vals, Tensor(0, self.device, self.dtype))._reduce(Ops.ADD, -1)
+    elif reduce == "prod": red = hit.where(vals, Tensor(1, self.device, self.dtype))._reduce(Ops.MUL, -1)
+    elif reduce == "amax": red = hit.where(vals, Tensor(dtypes.min(self.dtype), self.device, self.dtype))._reduce(Ops.MAX, -1)
+    else: red = hit.where(vals, Tensor(dtypes.max(self.dtype), self.device, self.dtype))._inverse()._reduce(Ops.MAX, -1)._inverse()
+    placed, landed = self._scatter_place(d, index, red, count)
+    cnt = count.pad(tuple((0, s - i) if k != d else (0, 0) for k, (i, s) in enumerate(zip(index.shape, self.shape))))
+    if include_self:
+      if reduce in ("sum", "mean"): placed = placed + self
+      elif reduce == "prod": placed = placed * self
+      elif reduce == "amax": placed = placed.maximum(self)
+      else: placed = placed.minimum(self)
+      cnt = cnt + 1
+    if reduce == "mean":
+      placed = placed // cnt.maximum(1).cast(self.dtype) if not dtypes.is_float(self.dtype) else placed / cnt.maximum(1).cast(self.dtype)
+    return landed.where(placed, self)
+
   # ***** processing *****
+
+  def _pool(self, k_:tuple[int, ...], stride:int|tuple[int, ...]=1, dilation:int|tuple[int, ...]=1) -> Tensor:
+    """Sliding windows over the last len(k_) dims, as views only: (..., i...) -> (..., o..., k...) with o = (i - d*(k-1) - 1) // s + 1.
+    Overlapping windows repeat the dim (an expand) and read it back with a longer row, so window element w of output o is at o*s + w*d."""
+    n = len(k_)
+    s_, d_ = _int_tuple(stride, n, "stride"), _int_tuple(dilation, n, "dilation")
+    if self.ndim < n: raise ValueError(f"pool: a kernel of {n} dims needs a tensor of at least {n} dims, got shape {self.shape}")
+    lead = self.ndim - n
+    x = self
+    for j, (k, s, d) in enumerate(zip(k_, s_, d_)):
+      ax, i = lead + 2*j, x.shape[lead + 2*j]
+      if not isinstance(i, int): raise NotImplementedError(f"pool over a symbolic dim {i}")
+      o = (i - d*(k-1) - 1) // s + 1
+      if o <= 0: raise ValueError(f"pool: window {k} with dilation {d} doesn't fit dim {ax} of size {i}")
+      pre, post = x.shape[:ax], x.shape[ax+1:]
+      def keep(*args:tuple[int, int]) -> tuple: return tuple(None for _ in pre) + args + tuple(None for _ in post)
+      if k <= s and d == 1:
+        # non-overlapping windows: rows of s, keep the first k of each
+        x = x.pad(keep((0, o*s - i))).reshape(pre + (o, s) + post).shrink(keep((0, o), (0, k)))
+        continue
+      e = -(-k*(i+d) // i)
+      x = x.reshape(pre + (1, i) + post).expand(pre + (e, i) + post).reshape(pre + (e*i,) + post)
+      x = x.shrink(keep((0, k*(i+d)))).reshape(pre + (k, i+d) + post).pad(keep((0, 0), (0, o*s - (i+d))))
+      x = x.reshape(pre + (k, o, s) + post).shrink(keep((0, k), (0, o), (0, 1))).reshape(pre + (k, o) + post)
+      x = x.transpose(ax, ax+1)
+    return x.permute(list(range(lead)) + [lead + 2*j for j in range(n)] + [lead + 2*j + 1 for j in range(n)])
+
+  def _conv(self, name:str, weight:Tensor, bias:Tensor|None, groups:int, stride:Any, dilation:Any, pads:list[tuple[int, int]]) -> Tensor:
+    # x (bs, cin, *spatial) and weight (cout, cin/groups, *k): windows of x (a view) times the weight, summed: one reduce kernel
+    x, w = self, weight
+    n = w.ndim - 2
+    bs, cin, cout, cin_g, k_ = x.shape[0], x.shape[1], w.shape[0], w.shape[1], w.shape[2:]
+    if not isinstance(groups, int) or groups < 1: raise ValueError(f"{name}: groups must be an int >= 1, got {groups!r}")
+    if cin != cin_g * groups:
+      raise ValueError(f"{name}: input has {cin} channels but weight expects {cin_g * groups}" + (f" ({cin_g} x groups={groups})" if groups > 1
+                                                                                                  else ""))
+    if cout % groups != 0: raise ValueError(f"{name}: weight has {cout} output channels, which groups={groups} doesn't divide")
+    if bias is not None and bias.shape != (cout,): raise ValueError(f"{name}: bias must have shape ({cout},), got {bias.shape}")
+    out_dt = least_upper_dtype(x.dtype, w.dtype)
+    x = x.pad(((0, 0), (0, 0)) + tuple(pads))
+    s_, d_ = _int_tuple(stride, n, "stride"), _int_tuple(dilation, n, "dilation")
+    for sz, k, d, ax in zip(x.shape[2:], k_, d_, range(n)):
+      if d*(k-1) + 1 > sz:
+        raise ValueError(f"{name}: kernel {tuple(k_)} (dilation {d_}) is bigger than the padded input {tuple(x.shape[2:])} in spatial dim {ax}")
+    x = x._pool(tuple(_as_int(k, name) for k in k_), s_, d_)
+    rcout, oyx = cout // groups, x.shape[2:2+n]
+    x = x.reshape((bs, groups, cin_g, 1) + oyx + tuple(k_)).expand((bs, groups, cin_g, rcout) + oyx + tuple(k_))
+    x = x.permute([0, 1, 3] + list(range(4, 4+n)) + [2] + list(range(4+n, 4+2*n)))
+    wr = w.reshape((1, groups, rcout) + (1,)*n + (cin_g,) + tuple(k_))
+    ret = x.cast(out_dt).mul(wr.cast(out_dt)).sum(tuple(range(-1-n, 0)), dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape((bs, cout) + oyx)
+    return ret if bias is None else ret + bias.reshape((1, -1) + (1,)*n)
+  def _conv_prep(self, name:str, weight:Tensor) -> tuple[Tensor, bool]:
+    # (input with a batch dim, whether one was added): like torch, an input without the batch dim is one sample
+    if not isinstance(weight, Tensor) or weight.ndim < 3:
+      raise ValueError(f"{name}: weight must be a tensor of at least 3 dims (out, in, *kernel), got {getattr(weight, 'shape', weight)}")
+    if self.ndim == weight.ndim - 1: return self.unsqueeze(0), True
+    if self.ndim != weight.ndim:
+      raise ValueError(f"{name}: input of shape {self.shape} doesn't match weight {weight.shape}: expected {weight.ndim} dims (batched) or "
+                       f"{weight.ndim-1} (unbatched)")
+    return self, False
+  def conv2d(self, weight:Tensor, bias:Tensor|None=None, groups:int=1, stride:int|tuple[int, ...]=1, dilation:int|tuple[int, ...]=1,
+             padding:int|str|Sequence[int]=0) -> Tensor:
+    """Convolution (really cross-correlation, like torch) over as many spatial dims as the weight has: weight (cout, cin/groups, *k).
+    padding: an int, one int per spatial dim, 2 per spatial dim (torch's flat pad order, last dim first), 'valid' or 'same'."""
+    x, unbatched = self._conv_prep("conv2d", weight)
+    n, k_ = weight.ndim - 2, weight.shape[2:]
+    d_ = _int_tuple(dilation, n, "dilation")
+    if isinstance(padding, str):
+      if padding not in ("same", "valid"): raise ValueError(f"conv2d: padding must be an int, a tuple, 'same' or 'valid', got {padding!r}")
+      if padding == "same" and any(s != 1 for s in _int_tuple(stride, n, "stride")): raise ValueError("conv2d: padding='same' needs stride 1")
+      # same: the total d*(k-1) split with the extra one on the right, like torch
+      pads = [(d*(k-1)//2, d*(k-1) - d*(k-1)//2) if padding == "same" else (0, 0) for k, d in zip(k_, d_)]
+    elif isinstance(padding, int): pads = [(padding, padding)] * n
+    elif len(padding) == n: pads = [(p, p) for p in padding]
+    elif len(padding) == 2*n: pads = list(_flat_to_pairs(padding, n))
+    else: raise ValueError(f"conv2d: padding {padding} needs 1, {n} or {2*n} ints for {n} spatial dims")
+    ret = x._conv("conv2d", weight, bias, groups, stride, d_, pads)
+    return ret.squeeze(0) if unbatched else ret
+  def conv_transpose2d(self, weight:Tensor, bias:Tensor|None=None, groups:int=1, stride:int|tuple[int, ...]=1, dilation:int|tuple[int, ...]=1,
+                       padding:int|tuple[int, ...]=0, output_padding:int|tuple[int, ...]=0) -> Tensor:
+    """Transposed convolution (the gradient of conv2d with respect to its input), weight (cin, cout/groups, *k): the input spread out by
+    stride with zeros between, convolved with the flipped, transposed weight."""
+    x, unbatched = self._conv_prep("conv_transpose2d", weight)
+    n, k_ = weight.ndim - 2, weight.shape[2:]
+    s_, d_ = _int_tuple(stride, n, "stride"), _int_tuple(dilation, n, "dilation")
+    p_, op_ = _int_tuple(padding, n, "padding", 0), _int_tuple(output_padding, n, "output_padding", 0)
+    if not isinstance(groups, int) or groups < 1: raise ValueError(f"conv_transpose2d: groups must be an int >= 1, got {groups!r}")
+    cin, rcout = weight.shape[0], weight.shape[1]
+    if x.shape[1] != cin: raise ValueError(f"conv_transpose2d: input has {x.shape[1]} channels but weight expects {cin}")
+    if cin % groups != 0: raise ValueError(f"conv_transpose2d: weight has {cin} input channels, which groups={groups} doesn't divide")
+    if any(op >= max(s, d) for op, s, d in zip(op_, s_, d_)):
+      raise ValueError(f"conv_transpose2d: output_padding {op_} must be smaller than stride {s_} or dilation {d_}")
+    w = weight.reshape((groups, cin // groups, rcout) + tuple(k_)).transpose(1, 2).flip(list(range(3, 3+n)))
+    w = w.reshape((groups * rcout, cin // groups) + tuple(k_))
+    if any(s > 1 for s in s_):
+      # s-1 zeros between neighbours: each element padded to s, the tail past the last element cut
+      for j, s in enumerate(s_):
+        ax, i = 2 + j, x.shape[2 + j]
+        pre, post = x.shape[:ax], x.shape[ax+1:]
+        x = x.reshape(pre + (i, 1) + post).pad(tuple((0, 0) for _ in pre) + ((0, 0), (0, s-1)) + tuple((0, 0) for _ in post))
+        x = x.reshape(pre + (i*s,) + post).shrink(tuple(None for _ in pre) + ((0, max((i-1)*s + 1, 0)),) + tuple(None for _ in post))
+    pads = [(d*(k-1) - p, d*(k-1) - p + op) for k, d, p, op in zip(k_, d_, p_, op_)]
+    ret = x._conv("conv_transpose2d", w, bias, groups, 1, d_, pads)
+    return ret.squeeze(0) if unbatched else ret
+
+  def _pool_prep(self, name:str, kernel_size:Any, stride:Any, padding:Any, dilation:Any, ceil_mode:bool) -> tuple:
+    # -> (k, s, p, d, output sizes, extra right padding per spatial dim) with torch's checks and ceil_mode rule
+    n = len(kernel_size) if isinstance(kernel_size, (tuple, list)) else 2
+    k_ = _int_tuple(kernel_size, n, "kernel_size")
+    s_ = k_ if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _int_tuple(stride, n, "stride")
+    p_, d_ = _int_tuple(padding, n, "padding", 0), _int_tuple(dilation, n, "dilation")
+    if self.ndim < n + 1: raise ValueError(f"{name}: a {n}-d kernel needs an input of at least {n+1} dims, got shape {self.shape}")
+    if any(p > (d*(k-1) + 1) // 2 for k, p, d in zip(k_, p_, d_)):
+      raise ValueError(f"{name}: padding {p_} must be at most half the (dilated) kernel size {k_}")
+    outs, extras = [], []
+    for i, k, s, p, d in zip(self.shape[-n:], k_, s_, p_, d_):
+      span = i + 2*p - d*(k-1) - 1
+      if span < 0: raise ValueError(f"{name}: kernel {k_} (dilation {d_}) is bigger than the padded input {self.shape[-n:]}")
+      o = (-(-span // s) if ceil_mode else span // s) + 1
+      # torch: with ceil_mode the last window must start inside the input or the left padding
+      if ceil_mode and (o - 1) * s >= i + p: o -= 1
+      outs.append(o)
+      extras.append(max(0, (o-1)*s + d*(k-1) + 1 - (i + 2*p)))
+    return k_, s_, p_, d_, outs, extras
+  def avg_pool2d(self, kernel_size:int|tuple[int, ...]=(2, 2), stride:int|tuple[int, ...]|None=None, padding:int|tuple[int, ...]=0,
+                 ceil_mode:bool=False, count_include_pad:bool=True, divisor_override:int|None=None, dilation:int|tuple[int, ...]=1) -> Tensor:
+    """Average over windows of the last len(kernel_size) dims (2 for an int). count_include_pad counts the zero padding in the divisor;
+    the extra right padding of ceil_mode never counts, like torch."""
+    k_, s_, p_, d_, _, extras = self._pool_prep("avg_pool2d", kernel_size, stride, padding, dilation, ceil_mode)
+    n = len(k_)
+    lead = ((0, 0),) * (self.ndim - n)
+    x = self._to_float()
+    sums = x.pad(lead + tuple((p, p + e) for p, e in zip(p_, extras)))._pool(k_, s_, d_).sum(tuple(range(-n, 0)))
+    if divisor_override is not None: return sums / divisor_override
+    spatial = self.shape[-n:]
+    ones = Tensor.ones(tuple(i + 2*p for i, p in zip(spatial, p_)) if count_include_pad else spatial, device=self.device, dtype=x.dtype)
+    ones = ones.pad(tuple((0, e) if count_include_pad else (p, p + e) for p, e in zip(p_, extras)))
+    return sums / ones._pool(k_, s_, d_).sum(tuple(range(-n, 0)))
+  def max_pool2d(self, kernel_size:int|tuple[int, ...]=(2, 2), stride:int|tuple[int, ...]|None=None, padding:int|tuple[int, ...]=0,
+                 dilation:int|tuple[int, ...]=1, ceil_mode:bool=False, return_indices:bool=False) -> Tensor|tuple[Tensor, Tensor]:
+    """Max over windows of the last len(kernel_size) dims (2 for an int), padding with -inf. return_indices also gives the int32 index
+    of the (first) maximum within the flattened spatial dims, for max_unpool2d."""
+    k_, s_, p_, d_, _, extras = self._pool_prep("max_pool2d", kernel_size, stride, padding, dilation, ceil_mode)
+    n = len(k_)
+    lead = ((0, 0),) * (self.ndim - n)
+    pads = lead + tuple((p, p + e) for p, e in zip(p_, extras))
+    windows = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
+    ret = windows.max(tuple(range(-n, 0)))
+    if not return_indices: return ret
+    spatial = self.shape[-n:]
+    pos = Tensor.arange(_as_int(prod(spatial), "max_pool2d"), device=self.device).reshape(spatial).pad(tuple(pads[-n:]), value=-1)._pool(k_, s_, d_)
+    best = ret.reshape(ret.shape + (1,)*n)
+    hit = (windows == best) | (windows.isnan() & best.isnan()) if dtypes.is_float(self.dtype) else windows == best
+    # the smallest position among the hits is the first maximum in scan order (padding has position -1 and is skipped)
+    first = (hit & (pos >= 0)).where(pos, prod(spatial))._inverse().max(tuple(range(-n, 0)))._inverse()
+    return ret, first.cast(dtypes.int32)
+  def max_unpool2d(self, indices:Tensor, kernel_size:int|tuple[int, ...]=(2, 2), stride:int|tuple[int, ...]|None=None,
+                   padding:int|tuple[int, ...]=0, output_size:Sequence[int]|None=None) -> Tensor:
+    """The inverse of max_pool2d: each value goes to its index in the flattened output spatial dims, zeros elsewhere."""
+    n = len(kernel_size) if isinstance(kernel_size, (tuple, list)) else 2
+    k_ = _int_tuple(kernel_size, n, "kernel_size")
+    s_ = k_ if stride is None else _int_tuple(stride, n, "stride")
+    p_ = _int_tuple(padding, n, "padding", 0)
+    if indices.shape != self.shape: raise ValueError(f"max_unpool2d: indices of shape {indices.shape} must match the input {self.shape}")
+    if not dtypes.is_int(indices.dtype): raise TypeError(f"max_unpool2d: indices must be an int tensor, got {indices.dtype}")
+    if output_size is None: out_sp = tuple((i-1)*s - 2*p + k for i, k, s, p in zip(self.shape[-n:], k_, s_, p_))
+    else:
+      out_sp = tuple(output_size)[-n:]
+      if len(out_sp) != n: raise ValueError(f"max_unpool2d: output_size {tuple(output_size)} needs at least {n} sizes")
+    total = prod(out_sp)
+    lead = self.shape[:-n]
+    xf, idf = self.reshape(lead + (1, -1)), indices.reshape(lead + (1, -1))
+    hit = idf == Tensor.arange(total, device=self.device, dtype=indices.dtype).reshape(total, 1)
+    summed = hit.where(xf, Tensor(0, self.device, self.dtype)).sum(-1)
+    # overlapping windows can pick one input twice (the same value): the output takes it once, and like torch each copy still gets the
+    # whole gradient of that output, so the division by the count is hidden from autograd
+    count = hit.sum(-1).maximum(1).cast(summed.dtype)
+    return (summed - (summed - summed / count).detach()).cast(self.dtype).reshape(lead + out_sp)
+
+  def _tri_mask(self, name:str, diagonal:int) -> Tensor:
+    # col - row for the last two dims, as an int32 grid of their shape
+    if self.ndim < 2: raise ValueError(f"{name}: expected a tensor of at least 2 dims, got shape {self.shape}")
+    r, c = self.shape[-2], self.shape[-1]
+    if not isinstance(r, int) or not isinstance(c, int): raise NotImplementedError(f"{name} of symbolic dims")
+    return Tensor.arange(c, device=self.device).reshape(1, c) - Tensor.arange(r, device=self.device).reshape(r, 1) - diagonal
+  def triu(self, diagonal:int=0) -> Tensor:
+    """Zero below the given diagonal of the last two dims."""
+    return (self._tri_mask("triu", diagonal) >= 0).where(self, Tensor(0, self.device, self.dtype))
+  def tril(self, diagonal:int=0) -> Tensor:
+    """Zero above the given diagonal of the last two dims."""
+    return (self._tri_mask("tril", diagonal) <= 0).where(self, Tensor(0, self.device, self.dtype))
+
+  def interpolate(self, size:int|Sequence[int]|None=None, scale_factor:float|Sequence[float]|None=None, mode:str="nearest",
+                  align_corners:bool|None=None) -> Tensor:
+    """Resize the spatial dims (all but batch and channel) like torch.nn.functional.interpolate: mode 'nearest', 'nearest-exact',
+    'linear' (3-D input), 'bilinear' (4-D), 'trilinear' (5-D). Source positions are computed in float32 as torch does."""
+    modes = {"nearest": None, "nearest-exact": None, "linear": 3, "bilinear": 4, "trilinear": 5}
+    if mode not in modes: raise ValueError(f"interpolate: mode must be one of {list(modes)}, got {mode!r}")
+    if (nd := modes[mode]) is not None and self.ndim != nd:
+      raise ValueError(f"interpolate: mode {mode!r} needs a {nd}-D input, got shape {self.shape}")
+    if self.ndim < 3: raise ValueError(f"interpolate: expected an input of at least 3 dims (batch, channel, spatial...), got shape {self.shape}")
+    if align_corners is not None and modes[mode] is None:
+      raise ValueError("interpolate: align_corners can only be set with the interpolating modes linear, bilinear and trilinear")
+    if (size is None) == (scale_factor is None): raise ValueError("interpolate: give exactly one of size and scale_factor")
+    n = self.ndim - 2
+    spatial = self.shape[2:]
+    scales: tuple[float|None, ...] = (None,) * n
+    if size is not None: out = _int_tuple(size, n, "size", 0)
+    else:
+      assert scale_factor is not None
+      scales = tuple(float(f) for f in (scale_factor if isinstance(scale_factor, (tuple, list)) else [float(scale_factor)] * n))  # type: ignore[arg-type]
+      if len(scales) != n: raise ValueError(f"interpolate: scale_factor needs {n} values, got {scale_factor}")
+      out = tuple(int(math.floor(i * f)) for i, f in zip(spatial, scales))  # type: ignore[operator]
+    x = self
+    for j, (i, o, sf) in enumerate(zip(spatial, out, scales)):
+      if not isinstance(i, int): raise NotImplementedError(f"interpolate of a symbolic dim {i}")
+      if o <= 0: raise ValueError(f"interpolate: output size {o} of spatial dim {j} must be > 0")
+      scale = _f32(1.0 / sf) if sf is not None else _f32(_f32(i) / _f32(o))
+      ax = 2 + j
+      pick = (slice(None),) * ax
+      if modes[mode] is None:
+        offset = 0.5 if mode == "nearest-exact" else 0.0
+        src = [min(int(math.floor(_f32(_f32(k + offset) * scale))), i - 1) for k in range(o)]
+        x = x[pick + (src,)]
+        continue
+      if align_corners: scale = _f32((i - 1) / (o - 1)) if o > 1 else 0.0
+      pos = [_f32(scale * k) if align_corners else max(_f32(_f32(scale * _f32(k + 0.5)) - 0.5), 0.0) for k in range(o)]
+      low = [min(int(p), i - 1) for p in pos]
+      high = [lo + 1 if lo < i - 1 else lo for lo in low]
+      frac = Tensor([_f32(p - lo) for p, lo in zip(pos, low)], self.device, dtypes.float32).reshape((o,) + (1,) * (self.ndim - ax - 1))
+      xf = x._to_float()
+      x = xf[pick + (low,)] * (1 - frac).cast(xf.dtype) + xf[pick + (high,)] * frac.cast(xf.dtype)
+    return x
+
+  def _rank(self, descending:bool) -> Tensor:
+    # for each element along the last dim, how many sort before it: smaller ones (larger for descending; nan is largest, like torch) and
+    # equal ones at smaller positions (so the sort is stable). An (n, n) compare fused into a sum: O(n^2) work, no (n, n) buffer
+    x = self.cast(dtypes.int32) if self.dtype == dtypes.bool else self
+    mine, other = x.unsqueeze(-1), x.unsqueeze(-2)
+    before = other > mine if descending else other < mine
+    same = other == mine
+    if dtypes.is_float(x.dtype):
+      mine_nan, other_nan = mine.isnan(), other.isnan()
+      before = before | ((other_nan & mine_nan.logical_not()) if descending else (mine_nan & other_nan.logical_not()))
+      same = same | (mine_nan & other_nan)
+    n = _as_int(self.shape[-1], "sort")
+    earlier = Tensor.arange(n, device=self.device).reshape(1, n) < Tensor.arange(n, device=self.device).reshape(n, 1)
+    return (before | (same & earlier)).cast(dtypes.int32).sum(-1)
+  def _take_ranks(self, rank:Tensor, k:int) -> tuple[Tensor, Tensor]:
+    # the elements of ranks 0..k-1 along the last dim and their positions (int32)
+    n = self.shape[-1]
+    hit = rank.unsqueeze(-2) == Tensor.arange(k, device=self.device, dtype=dtypes.int32).reshape(k, 1)
+    values = hit.where(self.unsqueeze(-2), Tensor(0, self.device, self.dtype))._reduce(Ops.ADD, -1)
+    positions = hit.where(Tensor.arange(_as_int(n, "sort"), device=self.device, dtype=dtypes.int32), 0).sum(-1)
+    return values, positions
+  def sort(self, dim:int=-1, descending:bool=False, stable:bool=False) -> tuple[Tensor, Tensor]:
+    """(values, int32 indices) sorted along dim. Always stable; nan sorts as the largest value, like torch. O(n^2) compares per row."""
+    if self.ndim == 0: return self, Tensor(0, self.device, dtypes.int32)
+    d = self._resolve_dim(dim)
+    x = self.transpose(d, -1)
+    if not isinstance(n := x.shape[-1], int): raise NotImplementedError(f"sort of a symbolic dim {n}")
+    values, positions = x._take_ranks(x._rank(descending), n)
+    return values.transpose(d, -1), positions.transpose(d, -1)
+  def argsort(self, dim:int=-1, descending:bool=False, stable:bool=False) -> Tensor:
+    """The int32 indices that sort self along dim (stable)."""
+    return self.sort(dim, descending, stable)[1]
+  def topk(self, k:int, dim:int=-1, largest:bool=True, sorted:bool=True) -> tuple[Tensor, Tensor]:
+    """The k largest (or smallest) values along dim, in order, and their int32 indices; ties go to the earlier index."""
+    if self.ndim == 0:
+      if k != 1: raise ValueError(f"topk: k={k!r} is out of range for a 0-d tensor: expected 1")
+      return self, Tensor(0, self.device, dtypes.int32)
+    d = self._resolve_dim(dim)
+    n = self.shape[d]
+    if not isinstance(k, int) or not 0 <= k <= n: raise ValueError(f"topk: k={k!r} is out of range for dim {dim} of size {n}: expected 0 <= k <= {n}")
+    x = self.transpose(d, -1)
+    values, positions = x._take_ranks(x._rank(largest), k)
+    return values.transpose(d, -1), positions.transpose(d, -1)
+
+  def sequential(self, ll:Sequence[Any]) -> Tensor:
+    """Apply each callable in turn: self -> ll[0] -> ll[1] ..."""
+    return functools.reduce(lambda x, f: f(x), ll, self)
+  def layernorm(self, axis:int|Sequence[int]=-1, eps:float=1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over axis (biased variance), without scale and shift."""
+    y = self - self.mean(axis, keepdim=True)
+    return y.mul((y * y).mean(axis, keepdim=True).add(eps).rsqrt())
+  def batchnorm(self, weight:Tensor|None, bias:Tensor|None, mean:Tensor, invstd:Tensor, axis:int|Sequence[int]=1) -> Tensor:
+    """(x - mean) * invstd * weight + bias, with the 1-D statistics broadcast along axis (the channel dim)."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(self._resolve_dim(a) for a in axes)
+    shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
+    x = self - mean.reshape(shape)
+    if weight is not None: x = x * weight.reshape(shape)
+    ret = x.mul(invstd.reshape(shape) if invstd.ndim == len(axes) else invstd)
+    return ret + bias.reshape(shape) if bias is not None else ret
+  def dropout(self, p:float=0.5) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1/(1-p), when Tensor.training; else self."""
+    if not 0 <= p <= 1: raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    return self._dropout(p) if Tensor.training else self
+  def _dropout(self, p:float) -> Tensor:
+    if p == 0: return self
+    if p == 1: return Tensor(False, self.device).where(self, Tensor(0, self.device, self.dtype))  # not self * 0: nan * 0 is nan
+    keep = Tensor.rand(*self.shape, device=self.device, dtype=dtypes.float32) >= p
+    return keep.where(self * (1 / (1 - p)), Tensor(0, self.device, self.dtype))
+  def scaled_dot_product_attention(self, key:Tensor, value:Tensor, attn_mask:Tensor|None=None, dropout_p:float=0.0, is_causal:bool=False,
+                                   scale:float|None=None, enable_gqa:bool=False) -> Tensor:
+    """softmax(self @ key^T * scale + mask) @ value, like torch: a bool attn_mask says which positions take part, a float one is added;
+    is_causal masks the upper triangle; enable_gqa repeats key/value heads (dim -3) to the query's head count. dropout_p applies
+    dropout to the attention weights (always, like torch's functional form)."""
+    q, k, v = self, key, value
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2: raise ValueError(f"scaled_dot_product_attention: query, key and value need >= 2 dims, got "
+                                                            f"{q.shape}, {k.shape}, {v.shape}")
+    if q.shape[-1] != k.shape[-1]: raise ValueError(f"scaled_dot_product_attention: query's last dim {q.shape[-1]} != key's {k.shape[-1]}")
+    if k.shape[-2] != v.shape[-2]: raise ValueError(f"scaled_dot_product_attention: key has {k.shape[-2]} positions, value {v.shape[-2]}")
+    if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and q.shape[-3] != k.shape[-3]:
+      hq, hk = q.shape[-3], k.shape[-3]
+      if not isinstance(hq, int) or not isinstance(hk, int) or hq % hk != 0:
+        raise ValueError(f"scaled_dot_product_attention: with enable_gqa the query heads {hq} must be a multiple of the key heads {hk}")
+      k, v = k.repeat_interleave(hq // hk, dim=-3), v.repeat_interleave(hq // hk, dim=-3)
+    if attn_mask is not None and is_causal: raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
+    attn = (q @ k.transpose(-2, -1)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)  # type: ignore[arg-type]
+    if is_causal: attn_mask = Tensor.ones(q.shape[-2], k.shape[-2], dtype=dtypes.bool, device=q.device).tril()
+    if attn_mask is not None:
+      attn = attn_mask.where(attn, -math.inf) if attn_mask.dtype == dtypes.bool else attn + attn_mask
+    weights = attn.softmax(-1)
+    if dropout_p: weights = weights._dropout(dropout_p)
+    return weights @ v
+
+  def _do_reduction(self, name:str, reduction:str) -> Tensor:
+    if reduction not in ("none", "sum", "mean"): raise ValueError(f"{name}: reduction must be 'none', 'sum' or 'mean', got {reduction!r}")
+    return self if reduction == "none" else self.sum() if reduction == "sum" else self.mean()
+  def binary_crossentropy(self, Y:Tensor, reduction:str="mean") -> Tensor:
+    """BCE of probabilities self against targets Y; the logs are clamped at -100 like torch, so 0 and 1 give finite losses."""
+    if self.shape != Y.shape: raise ValueError(f"binary_crossentropy: input shape {self.shape} and target shape {Y.shape} must match")
+    loss = -(Y * self.log().maximum(-100) + (1 - Y) * (1 - self).log().maximum(-100))
+    return loss._do_reduction("binary_crossentropy", reduction)
+  def binary_crossentropy_logits(self, Y:Tensor, reduction:str="mean", pos_weight:Tensor|None=None) -> Tensor:
+    """BCE on logits, stably: (1 - y) * x + (1 + (pw - 1) * y) * log(1 + exp(-x)), with log(1 + exp(-x)) = log1p(exp(-|x|)) + max(-x, 0)."""
+    if self.shape != Y.shape: raise ValueError(f"binary_crossentropy_logits: input shape {self.shape} and target shape {Y.shape} must match")
+    softplus_neg = (1 + (-self.abs()).exp()).log() + (-self).relu()
+    weight = 1 if pos_weight is None else 1 + (pos_weight - 1) * Y
+    return ((1 - Y) * self + weight * softplus_neg)._do_reduction("binary_crossentropy_logits", reduction)
+  def _class_hits(self, name:str, Y:Tensor, class_dim:int) -> Tensor:
+    # bool mask over self's shape: the class each target names (targets outside [0, C) hit nothing)
+    if not dtypes.is_int(Y.dtype): raise TypeError(f"{name}: class targets must be an int tensor, got {Y.dtype}")
+    expected = self.shape[:class_dim] + self.shape[class_dim+1:]
+    if Y.shape != expected: raise ValueError(f"{name}: target shape {Y.shape} doesn't match the input {self.shape}: expected {expected}")
+    n_cls = self.shape[class_dim]
+    classes = Tensor.arange(_as_int(n_cls, name), device=self.device, dtype=Y.dtype).reshape((n_cls,) + (1,) * (self.ndim - class_dim - 1))
+    return Y.unsqueeze(class_dim) == classes
+  def nll_loss(self, Y:Tensor, weight:Tensor|None=None, ignore_index:int=-100, reduction:str="mean") -> Tensor:
+    """Negative log likelihood of log-probabilities self (N, C, ...) or (C,) at class targets Y (N, ...) or (); mean divides by the summed
+    weights of the targets that aren't ignore_index."""
+    class_dim = 0 if self.ndim == 1 else 1
+    if self.ndim == 0: raise ValueError("nll_loss: input must have a class dim, got a 0-d tensor")
+    hits = self._class_hits("nll_loss", Y, class_dim)
+    n_cls = self.shape[class_dim]
+    if weight is not None and weight.shape != (n_cls,): raise ValueError(f"nll_loss: weight must have shape ({n_cls},), got {weight.shape}")
+    wshape = (n_cls,) + (1,) * (self.ndim - class_dim - 1)
+    w = Tensor.ones(n_cls, device=self.device, dtype=self.dtype) if weight is None else weight.cast(self.dtype)
+    hit_w = hits.where(w.reshape(wshape), 0) * Y.ne(ignore_index).unsqueeze(class_dim)
+    loss = -(hit_w * self).sum(class_dim)
+    if reduction == "mean": return loss.sum() / hit_w.sum()
+    return loss._do_reduction("nll_loss", reduction)
+  def cross_entropy(self, Y:Tensor, weight:Tensor|None=None, ignore_index:int=-100, reduction:str="mean", label_smoothing:float=0.0) -> Tensor:
+    """torch's cross_entropy on logits self (N, C, ...) or (C,): Y holds class indices (N, ...) or class probabilities of self's shape."""
+    if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if self.ndim == 0: raise ValueError("cross_entropy: input must have a class dim, got a 0-d tensor")
+    class_dim = 0 if self.ndim == 1 else 1
+    n_cls = self.shape[class_dim]
+    logp = self.log_softmax(class_dim)
+    wshape = (n_cls,) + (1,) * (self.ndim - class_dim - 1)
+    if weight is not None and weight.shape != (n_cls,): raise ValueError(f"cross_entropy: weight must have shape ({n_cls},), got {weight.shape}")
+    w = None if weight is None else weight.cast(logp.dtype).reshape(wshape)
+    if dtypes.is_float(Y.dtype):
+      if Y.shape != self.shape: raise ValueError(f"cross_entropy: probability targets of shape {Y.shape} must match the input {self.shape}")
+      target = Y * (1 - label_smoothing) + label_smoothing / n_cls
+      loss = -(logp * target * (1 if w is None else w)).sum(class_dim)
+      return loss._do_reduction("cross_entropy", reduction)
+    if label_smoothing == 0: return logp.nll_loss(Y, weight, ignore_index, reduction)
+    nll = logp.nll_loss(Y, weight, ignore_index, "none")
+    kept = Y.ne(ignore_index)
+    smooth = -(logp * (1 if w is None else w)).sum(class_dim) * kept / n_cls
+    loss = nll * (1 - label_smoothing) + smooth * label_smoothing
+    if reduction == "mean":
+      hits = logp._class_hits("cross_entropy", Y, class_dim)
+      denom = (hits.where(1 if w is None else w, 0) * kept.unsqueeze(class_dim)).sum()
+      return loss.sum() / denom
+    return loss._do_reduction("cross_entropy", reduction)
+  def sparse_categorical_crossentropy(self, Y:Tensor, ignore_index:int=-1, label_smoothing:float=0.0, reduction:str="mean") -> Tensor:
+    """Cross entropy of logits self (..., C), classes last, at int targets Y (...); targets equal to ignore_index don't count."""
+    if self.ndim == 0: raise ValueError("sparse_categorical_crossentropy: input must have a class dim, got a 0-d tensor")
+    if Y.shape != self.shape[:-1]: raise ValueError(f"sparse_categorical_crossentropy: target shape {Y.shape} must be the input's {self.shape} "
+                                                    f"without the class dim: {self.shape[:-1]}")
+    x, y = (self, Y) if self.ndim == 1 else (self.reshape(-1, self.shape[-1]), Y.reshape(-1))
+    loss = x.cross_entropy(y, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+    return loss.reshape(self.shape[:-1]) if reduction == "none" else loss
+
+  def qr(self, mode:str="reduced") -> tuple[Tensor, Tensor]:
+    """Householder QR of (..., m, n): Q orthonormal, R upper triangular, Q @ R = self. mode 'reduced' (Q (m, k), R (k, n), k = min(m, n))
+    or 'complete' (Q (m, m), R (m, n)). Signs may differ from LAPACK's."""
+    if mode not in ("reduced", "complete"): raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
+    if self.ndim < 2: raise ValueError(f"qr: expected a matrix of at least 2 dims, got shape {self.shape}")
+    m, n = self.shape[-2], self.shape[-1]
+    if not isinstance(m, int) or not isinstance(n, int): raise NotImplementedError("qr of symbolic dims")
+    R = self._to_float()
+    Q = Tensor.eye(m, dtype=R.dtype, device=self.device).expand(R.shape[:-2] + (m, m))
+    rows = Tensor.arange(m, device=self.device).reshape(m, 1)
+    for j in range(min(m - 1, n)):
+      # the reflection that zeroes column j below the diagonal: v = x - alpha e_j with alpha = -sign(x_j) |x|, on rows j.. only
+      x = (rows >= j).where(R[..., :, j:j+1], 0)
+      xj = R[..., j:j+1, j:j+1]
+      alpha = -(xj >= 0).where(1.0, -1.0) * (x * x).sum(-2, keepdim=True).sqrt()
+      v = x - (rows == j).where(alpha, 0)
+      vnorm2 = (v * v).sum(-2, keepdim=True)
+      v = v * (vnorm2 > 0).where(vnorm2, 1).rsqrt() * (vnorm2 > 0)
+      R = R - 2 * v @ (v.transpose(-2, -1) @ R)
+      Q = Q - 2 * (Q @ v) @ v.transpose(-2, -1)
+    R = R.triu()
+    if mode == "complete": return Q, R
+    k = min(m, n)
+    return Q[..., :, :k], R[..., :k, :]
+  def svd(self, full_matrices:bool=True) -> tuple[Tensor, Tensor, Tensor]:
+    """(U, S, Vh) of a 2-D matrix with self = U @ diag(S) @ Vh and S descending, by one-sided Jacobi rotations (all column pairs of a
+    round rotated at once). full_matrices gives U (m, m) and Vh (n, n), else (m, k) and (k, n), k = min(m, n). Signs may differ from
+    LAPACK's."""
+    if self.ndim != 2: raise ValueError(f"svd: only 2-D matrices are supported, got shape {self.shape}")
+    m, n = self.shape
+    if not isinstance(m, int) or not isinstance(n, int): raise NotImplementedError("svd of symbolic dims")
+    if m < n:
+      U, S, Vh = self.transpose().svd(full_matrices)
+      return Vh.transpose(), S, U.transpose()
+    A = self._to_float()
+    dt, dev = A.dtype, self.device
+    nn = n + n % 2  # an even number of columns, padding with a zero column
+    A = A.pad(((0, 0), (0, nn - n))).contiguous()
+    V = Tensor.eye(nn, dtype=dt, device=dev).contiguous()
+    # round-robin tournament: every round pairs all columns, n-1 rounds pair every column with every other once
+    players = list(range(nn))
+    rounds = []
+    for _ in range(nn - 1):
+      top, bottom = players[:nn//2], players[nn//2:][::-1]
+      perm = [0.0] * (nn * nn)
+      for c, p in enumerate(top + bottom): perm[p * nn + c] = 1.0
+      rounds.append(Tensor(perm, dev, dt).reshape(nn, nn))
+      players = [players[0]] + [players[-1]] + players[1:-1]
+    eps = 1e-12 if dt == dtypes.float64 else 1e-7
+    for _ in range(30):
+      worst = 0.0
+      for P in rounds:
+        AP, VP = A @ P, V @ P
+        x, y = AP[:, :nn//2], AP[:, nn//2:]
+        alpha, beta, gamma = (x * x).sum(0), (y * y).sum(0), (x * y).sum(0)
+        skip = gamma.abs() <= eps * (alpha * beta).sqrt()
+        zeta = (beta - alpha) / (2 * skip.where(1, gamma))
+        t = (zeta >= 0).where(1.0, -1.0) / (zeta.abs() + (1 + zeta * zeta).sqrt())
+        c = skip.where(1, (1 + t * t).rsqrt())
+        s = skip.where(0, c * t)
+        rot = lambda M: (M[:, :nn//2] * c - M[:, nn//2:] * s).cat(M[:, :nn//2] * s + M[:, nn//2:] * c, dim=1) @ P.transpose()
+        off = (gamma.abs() / (alpha * beta).sqrt().maximum(1e-30)).max()
+        A, V = rot(AP).contiguous(), rot(VP).contiguous()
+        Tensor.realize(A, V, off)
+        worst = max(worst, float(off.item()))
+      if worst <= eps: break
+    sig = (A * A).sum(0).sqrt().tolist()
+    # the padding column stays at index n (a zero column is never rotated), so only the first n are candidates
+    order = sorted(range(n), key=lambda i: -sig[i])
+    k = n
+    tol = max(sig) * max(m, n) * eps if sig else 0.0
+    rank = sum(1 for i in order if sig[i] > tol)
+    S = Tensor([sig[i] for i in order], dev, dt)
+    Vh = V[:n, order].transpose()
+    U_r = A[:, order[:rank]] / S[:rank] if rank else Tensor.empty(m, 0, dtype=dt, device=dev)
+    if rank == m or (not full_matrices and rank == k): U = U_r
+    else:
+      # complete the columns of U with an orthonormal basis of the rest of the space (for zero singular values and full_matrices)
+      Q = U_r.cat(Tensor.eye(m, dtype=dt, device=dev), dim=1).qr("reduced")[0] if rank else Tensor.eye(m, dtype=dt, device=dev)
+      U = U_r.cat(Q[:, rank:m], dim=1) if rank else Q
+    return (U, S, Vh) if full_matrices else (U[:, :k], S, Vh[:k])
 
   # ***** autograd *****
   def gradient(self, *targets:Tensor, gradient:Tensor|None=None, materialize_grads:bool=False) -> list[Tensor]:
@@ -1041,10 +2410,21 @@ class Tensor(MathTrait):
     if resolve(self.shape[-1] != k_w):
       raise ValueError(f"matmul shapes {self.shape} and {w.shape} don't line up: {self.shape[-1]} (last dim) != {k_w} (dim {-min(w.ndim, 2)})")
     out_dt = least_upper_dtype(self.dtype, w.dtype)
+    if (packed := self._packed_dot(w, out_dt)) is not None: return packed
     x = self.reshape(self.shape[:-1] + (1,)*min(self.ndim-1, w.ndim-1, 1) + self.shape[-1:])
     wt = w.reshape(w.shape[:-2] + (1,)*min(self.ndim-1, w.ndim-1, 1) + w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
     # x: (..., n, 1, k) times wt: (..., 1, m, k), batch dims broadcasting, summed over k
     return x.mul(wt).sum(-1, dtype=sum_acc_dtype(out_dt)).cast(out_dt)
+  def _packed_dot(self, w:Tensor, out_dt:DType, rows:int=8, cols:int=16) -> Tensor|None:
+    # big CPU GEMMs: copy A and B into tile-major layouts first, so the kernel streams both operands sequentially instead of striding
+    # by a power-of-two row pitch (which makes every row of a tile fall into the same cache set)
+    if self.ndim != 2 or w.ndim != 2 or self.device != "CPU" or w.device != "CPU" or self.dtype != w.dtype or not dtypes.is_float(out_dt): return None
+    (m, k), n = self.shape, w.shape[1]
+    if not all_int((m, k, n)) or m % rows or n % cols or m*n*k < PACKED_DOT_MIN.value: return None
+    a_tiles = self.reshape(m//rows, rows, k).permute(0, 2, 1).contiguous()       # (m/rows, k, rows)
+    b_tiles = w.reshape(k, n//cols, cols).permute(1, 0, 2).contiguous()          # (n/cols, k, cols)
+    prod_ = a_tiles.permute(0, 2, 1).reshape(m//rows, rows, 1, 1, k) * b_tiles.permute(0, 2, 1).reshape(1, 1, n//cols, cols, k)
+    return prod_.sum(-1, dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape(m, n)
   def matmul(self, x:Tensor, reverse:bool=False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
   def linear(self, weight:Tensor, bias:Tensor|None=None) -> Tensor:
     """self @ weight + bias, with weight of shape (in, out); a 1-D weight scales elementwise."""
@@ -1078,3 +2458,16 @@ def _canonical(device:DeviceLike) -> str|tuple[str, ...]:
 
 def _check_shape(shape:tuple) -> None:
   if any(isinstance(s, int) and s < 0 for s in shape): raise ValueError(f"shape {shape} has a negative size")
+
+def _int_tuple(x:Any, n:int, what:str, least:int=1) -> tuple[int, ...]:
+  # an int or n ints (each >= least), for kernel sizes, strides, dilations and paddings
+  ret = (x,) * n if isinstance(x, int) else tuple(x)
+  if len(ret) != n or not all(isinstance(v, int) and not isinstance(v, bool) and v >= least for v in ret):
+    raise ValueError(f"{what} must be an int or {n} ints, each >= {least}; got {x!r}")
+  return ret
+
+def _as_int(x:sint, what:str) -> int:
+  if not isinstance(x, int): raise NotImplementedError(f"{what} of a symbolic size {x}")
+  return x
+
+def _f32(x:float) -> float: return struct.unpack("=f", struct.pack("=f", x))[0]  # round to float32, to follow torch's float maths

@@ -6,7 +6,7 @@ from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS
 
 SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
 
-# graph cleanups before grouping: autograd markers are no-ops here, and movement chains on consts collapse
+# graph cleanups before grouping: autograd markers are no-ops here. (A COPY to its own device stays: it is how clone() gets a new buffer)
 def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
   # CONTIGUOUS of a view that already is a whole contiguous buffer needs no kernel
   if x.base.op is Ops.BUFFER and x.st is not None and x.st.contiguous and x.size == x.base.size: return x.base.reshape(x.shape)
@@ -30,8 +30,6 @@ early_cleanup = PatternMatcher([
   (UPat(Ops.REDUCE_AXIS, name="r"), split_reduceop),
   (UPat((Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE), name="x"), lambda x: x.src[0]),
   (UPat(Ops.CONTIGUOUS, src=(UPat.var("x"),), name="c"), _contiguous_of_buffer),
-  # a copy to the device it is already on is the value itself
-  (UPat(Ops.COPY, src=(UPat.var("x"), UPat(Ops.DEVICE, name="d"))), lambda x, d: x if x.device == d.arg else None),
 ])
 
 def is_leaf(u:UOp) -> bool:
