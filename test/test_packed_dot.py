@@ -29,3 +29,18 @@ def test_not_packed_when_tiles_dont_divide():
     assert len([si for si in sched if si.ast.op is Ops.SINK]) == 1
     run_schedule(sched)
     np.testing.assert_equal(out.numpy(), np.full((7, 16), 3, np.float32))
+
+def test_packed_conv_weight_matches_torch():
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(7)
+  xn, wn, bn = rng.standard_normal((2, 8, 9, 9), dtype=np.float32), rng.standard_normal((32, 8, 3, 3), dtype=np.float32), rng.standard_normal(32, dtype=np.float32)
+  with Context(PACKED_CONV_MIN=1):
+    x, w, b = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True), Tensor(bn, device="CPU")
+    out = x.conv2d(w, b, padding=1)
+    out.sum().backward()
+  xt, wt = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
+  ref = torch.nn.functional.conv2d(xt, wt, torch.tensor(bn), padding=1)
+  ref.sum().backward()
+  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-3)
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)

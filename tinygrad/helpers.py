@@ -146,6 +146,8 @@ CPU_THREADS, TRACEMETA = ContextVar("CPU_THREADS", 0), ContextVar("TRACEMETA", 1
 LRU = ContextVar("LRU", 1)
 # CPU matmuls with at least this many multiply-adds copy their operands into tile-major layouts first (Tensor.dot)
 PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 32)
+# CPU convolutions with at least this many multiply-adds get a weight copy with the output channels innermost (Tensor._conv)
+PACKED_CONV_MIN = ContextVar("PACKED_CONV_MIN", 1 << 24)
 
 @dataclass(frozen=True)
 class Metadata:

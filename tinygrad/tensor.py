@@ -4,7 +4,7 @@ import math, string, struct, weakref, functools, itertools
 from typing import Any, Callable, ClassVar, Iterator, Sequence, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
 from tinygrad.dtype import float_to_fp8, fp8_to_float
-from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN
+from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN
 from tinygrad.uop import Ops
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop
@@ -1396,21 +1396,32 @@ class Tensor(MathTrait):
     rcs = [sum(rc_bit(j + 7*i) << ((1 << j) - 1) for j in range(7)) for i in range(24)]
     return rot, rcs
   @staticmethod
+  def _keccak_round(a:Tensor, rc:Tensor) -> Tensor:
+    """one round on (bs, 25) uint64 lanes (lane x+5y): theta and rho elementwise, pi as a 25x25 selection summed (one reduce, so the
+    round is one kernel and no lane expression is copied 25 times), chi and iota elementwise. rc: (1, 25) with the round constant at 0."""
+    rot, _ = Tensor._keccak_consts()
+    bs = a.shape[0]
+    def roll5(t:Tensor, k:int) -> Tensor: return t[..., (-k) % 5:].cat(t[..., :(-k) % 5], dim=-1) if k % 5 else t   # out[x] = t[x-k]
+    g = a.reshape(bs, 5, 5)
+    c = g[:, 0] ^ g[:, 1] ^ g[:, 2] ^ g[:, 3] ^ g[:, 4]
+    c1 = roll5(c, -1)
+    d = roll5(c, 1) ^ ((c1 << 1) | (c1 >> 63))
+    a = (g ^ d.unsqueeze(1)).reshape(bs, 25)
+    # a shift by 64 gives 0, so lane 0 (rotation 0) stays. (64 - r is a constant here: symbolic folding of unsigned 64 - r < 64 is wrong)
+    a = (a << Tensor(rot, a.device, dtypes.uint64)) | (a >> Tensor([64 - k for k in rot], a.device, dtypes.uint64))
+    # pi: lane x+5y moves to y+5*((2x+3y)%5)
+    sel = [[(k == (j // 5) + 5*((2*(j % 5) + 3*(j // 5)) % 5)) for k in range(25)] for j in range(25)]
+    b = Tensor(sel, a.device, dtypes.bool).where(a.unsqueeze(2), 0).sum(1).reshape(bs, 5, 5)
+    return (b ^ (~roll5(b, -1) & roll5(b, -2))).reshape(bs, 25) ^ rc
+  @staticmethod
   def _keccak_f(state:Tensor) -> Tensor:
-    # the 24 rounds on (bs, 25) uint64 lanes, lane index x+5y, built on 25 separate (bs,) tensors so every index is static
-    rot, rcs = Tensor._keccak_consts()
-    a = [state[:, i] for i in range(25)]
-    def rotl(v:Tensor, k:int) -> Tensor: return v if k == 0 else (v << k) | (v >> (64 - k))
-    for rc in rcs:
-      c = [a[x] ^ a[x+5] ^ a[x+10] ^ a[x+15] ^ a[x+20] for x in range(5)]
-      d = [c[(x-1) % 5] ^ rotl(c[(x+1) % 5], 1) for x in range(5)]
-      a = [a[i] ^ d[i % 5] for i in range(25)]
-      b: list[Tensor] = [a[0]] * 25
-      for x in range(5):
-        for y in range(5): b[y + 5*((2*x + 3*y) % 5)] = rotl(a[x + 5*y], rot[x + 5*y])
-      a = [b[i] ^ (~b[(i % 5 + 1) % 5 + 5*(i // 5)] & b[(i % 5 + 2) % 5 + 5*(i // 5)]) for i in range(25)]
-      a[0] = a[0] ^ rc
-    return Tensor.stack(*a, dim=1)
+    # the 24 rounds; the round constant comes from a table row picked by a bound variable, so all rounds are one compiled program
+    _, rcs = Tensor._keccak_consts()
+    table = Tensor([[rc] + [0]*24 for rc in rcs], state.device, dtypes.uint64)
+    for i in range(24):
+      v = UOp.variable("keccak_round", 0, 23).bind(i)
+      state = Tensor._keccak_round(state, table.shrink(((v, v + 1), (0, 25))))   # the pi reduce ends each round's kernel
+    return state.contiguous()
   def keccak(self, cfg:str|tuple[int, int]="sha3_256") -> Tensor:
     """Keccak of the bytes of the last dim (any dtype, read as little-endian bytes), batched over the other dims: "sha3_224/256/384/512",
     "shake_128/256" (16/32-byte digests, as tinygrad) or (rate, domain byte). Returns uint8 of shape (..., digest bytes)."""
@@ -1430,11 +1441,14 @@ class Tensor(MathTrait):
     pad[-1] |= 0x80
     msg = data.reshape(bs, n).cat(Tensor(pad, self.device, dtypes.uint8).reshape(1, -1).expand(bs, len(pad)), dim=1)
     words = msg.reshape(bs, nblocks, rate).bitcast(dtypes.uint64)
+    words = words.pad(((0, 0), (0, 0), (0, 25 - rate // 8)))
     state = Tensor.zeros(bs, 25, dtype=dtypes.uint64, device=self.device)
     for i in range(nblocks):
-      # the absorb is its own small kernel, so every permutation kernel is the same program (compiled once)
-      state = (state ^ words[:, i].pad(((0, 0), (0, 25 - rate // 8)))).contiguous()
-      state = Tensor._keccak_f(state).contiguous()
+      # the block index is a bound variable too: every block's absorb and permutation reuse the same programs
+      v = UOp.variable("keccak_block", 0, nblocks - 1).bind(i)
+      state = Tensor._keccak_f(state ^ words.shrink(((0, bs), (v, v + 1), (0, 25))).reshape(bs, 25))
+      # realized per block: the scheduler's cost grows with the square of the graph's depth (see the report), not the size of the data
+      if i < nblocks - 1: state = state.realize()
     outlen = (200 - rate) // 2   # the capacity's half: 16 bytes for shake_128, as tinygrad
     return state.bitcast(dtypes.uint8)[:, :outlen].reshape(lead + (outlen,))
   def hash(self) -> Tensor:
@@ -1937,6 +1951,9 @@ class Tensor(MathTrait):
     rcout, oyx = cout // groups, x.shape[2:2+n]
     x = x.reshape((bs, groups, cin_g, 1) + oyx + tuple(k_)).expand((bs, groups, cin_g, rcout) + oyx + tuple(k_))
     x = x.permute([0, 1, 3] + list(range(4, 4+n)) + [2] + list(range(4+n, 4+2*n)))
+    if w.device == "CPU" and rcout % 16 == 0 and bs * cout * prod(oyx) * cin_g * prod(k_) >= PACKED_CONV_MIN.value:
+      # on the CPU the output channels become the SIMD lanes: a (small) copy of the weight with them innermost makes those loads contiguous
+      w = w.permute(tuple(range(1, w.ndim)) + (0,)).contiguous().permute((w.ndim-1,) + tuple(range(w.ndim-1)))
     wr = w.reshape((1, groups, rcout) + (1,)*n + (cin_g,) + tuple(k_))
     ret = x.cast(out_dt).mul(wr.cast(out_dt)).sum(tuple(range(-1-n, 0)), dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape((bs, cout) + oyx)
     return ret if bias is None else ret + bias.reshape((1, -1) + (1,)*n)

@@ -40,13 +40,15 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   if reduce_axes and global_axes:
     real_strides = [st.real_strides() for st in load_sts]
     broadcast = [j for j, ax in enumerate(global_axes) if any(rs[ax] == 0 for rs in real_strides)]
-    vec_axis = next((j for j in reversed(broadcast) if any(rs[global_axes[j]] == 1 for rs in real_strides)), None)
+    width = vector_bytes(k) // max(r.dtype.itemsize for r in k.reduceops)
+    # the SIMD axis: read contiguously by some input, preferably one a whole register's width divides
+    unit = [j for j in broadcast if any(rs[global_axes[j]] == 1 for rs in real_strides)]
+    vec_axis = next((j for j in reversed(unit) if k.full_shape[global_axes[j]] % width == 0), unit[-1] if unit else None)
     # rows: another broadcast axis, one read contiguously if there is one (a packed operand), else the innermost
     rest = [j for j in broadcast if j != vec_axis]
     row_axis = next((j for j in reversed(rest) if any(rs[global_axes[j]] == 1 for rs in real_strides)), rest[-1] if rest else None)
-    width = vector_bytes(k) // max(r.dtype.itemsize for r in k.reduceops)
     tiles = 0
-    for j, choices in ((vec_axis, (width, width//2, 8, 4)), (row_axis, (8, 4, 3, 2))):
+    for j, choices in ((vec_axis, (width, width//2, 8, 4)), (row_axis, (8, 6, 5, 4, 3, 2))):
       if j is None: continue
       s = k.full_shape[k.axes_of(AxisType.GLOBAL)[j]]
       if isinstance(s, int) and (amt := _largest_divisor(s, choices)) is not None and _try(k, Opt(OptOps.UPCAST, j, amt), opts): tiles += 1
