@@ -8,13 +8,6 @@ from tinygrad.device import Device
 from tinygrad.helpers import GlobalCounters
 from tinygrad.uop import Ops
 
-@pytest.fixture(params=["CPU", "PYTHON"])
-def device(request, monkeypatch):
-  try: Device[request.param]
-  except Exception as e: pytest.skip(f"device {request.param} is not available: {e}")
-  monkeypatch.setitem(Device.__dict__, "DEFAULT", request.param)
-  return request.param
-
 # ***** construction *****
 
 @pytest.mark.parametrize("data,dtype,shape", [

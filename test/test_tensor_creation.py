@@ -10,13 +10,6 @@ from tinygrad.uop.ops import UOp
 
 torch = pytest.importorskip("torch")
 
-@pytest.fixture(params=["CPU", "PYTHON"])
-def device(request, monkeypatch):
-  try: Device[request.param]
-  except Exception as e: pytest.skip(f"device {request.param} is not available: {e}")
-  monkeypatch.setitem(Device.__dict__, "DEFAULT", request.param)
-  return request.param
-
 @pytest.fixture(autouse=True)
 def fresh_seed():
   # every test starts from the same generator state, whatever ran before it on this worker

@@ -3,17 +3,9 @@ import numpy as np
 import pytest
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
-from tinygrad.device import Device
 from tinygrad.helpers import GlobalCounters
 
 torch = pytest.importorskip("torch")
-
-@pytest.fixture(params=["CPU", "PYTHON"])
-def device(request, monkeypatch):
-  try: Device[request.param]
-  except Exception as e: pytest.skip(f"device {request.param} is not available: {e}")
-  monkeypatch.setitem(Device.__dict__, "DEFAULT", request.param)
-  return request.param
 
 def _np(x): return x.detach().numpy() if isinstance(x, torch.Tensor) else x.numpy()
 

@@ -4,14 +4,6 @@ import numpy as np
 import pytest
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
-from tinygrad.device import Device
-
-@pytest.fixture(params=["CPU", "PYTHON"])
-def device(request, monkeypatch):
-  try: Device[request.param]
-  except Exception as e: pytest.skip(f"device {request.param} is not available: {e}")
-  monkeypatch.setitem(Device.__dict__, "DEFAULT", request.param)
-  return request.param
 
 F32, F16, I32, I64, I8, U8, BOOL = np.float32, np.float16, np.int32, np.int64, np.int8, np.uint8, np.bool_
 FLOATS, NUMS, ALL = (F32, F16), (F32, F16, I32, I64), (F32, F16, I32, I64, BOOL)

@@ -1,0 +1,11 @@
+# fixtures every test file may use
+import pytest
+from tinygrad.device import Device
+
+# run a test on each device: it becomes Device.DEFAULT for the test
+@pytest.fixture(params=["CPU", "PYTHON"])
+def device(request, monkeypatch):
+  try: Device[request.param]
+  except Exception as e: pytest.skip(f"device {request.param} is not available: {e}")
+  monkeypatch.setitem(Device.__dict__, "DEFAULT", request.param)
+  return request.param
