@@ -54,10 +54,16 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
       if isinstance(s, int) and (amt := _largest_divisor(s, choices)) is not None and _try(k, Opt(OptOps.UPCAST, j, amt), opts): tiles += 1
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
     if tiles and isinstance(rs, int) and rs > 2 and rs % 2 == 0: _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, 2), opts)
-  # a reduce over many elements with few outputs: unroll it so the loop body adds many loaded values at once
+  # any other reduce: with enough outputs, a few of them side by side (independent lanes the compiler vectorizes) and a short unroll;
+  # with few outputs, a long unroll so the loop body adds many loaded values at once
   if reduce_axes and not opts:
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
-    if isinstance(rs, int) and rs >= 32 and (amt := _largest_divisor(rs, (16, 8, 4))) is not None:
+    out = k.full_shape[global_axes[-1]] if global_axes else 1
+    # side-by-side outputs pay off when each element costs real compute (transcendentals); a plain sum or max is memory bound
+    heavy = any(u.op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW) for u in k.ast.toposort())
+    if heavy and isinstance(out, int) and prod(k.output_shape) >= 64 and (amt := _largest_divisor(out, (8, 4))) is not None:
+      _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
+    if isinstance(rs, int) and rs >= 32 and (amt := _largest_divisor(rs, (4, 2) if opts else (16, 8, 4))) is not None:
       _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, amt), opts)
   # big kernels run their outermost global axis on every core
   if k.opts.has_threads and (threads := cpu_threads()) > 1 and prod(k.full_shape) >= getenv("THREAD_MIN_WORK", 1 << 17):
