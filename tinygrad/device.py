@@ -247,7 +247,8 @@ def is_dtype_supported(dtype:DType, device:str|None=None) -> bool:
   if dtype.count > 1: dtype = dtype.scalar()
   if dev in {"PYTHON", "DISK", "NPY"}: return True
   fp8 = dtype.name.startswith("fp8") or "float8" in dtype.name
-  if dev in {"CPU", "LLVM"}: return not fp8  # the C and LLVM renderers emulate half and bfloat16, fp8 has no host type
+  if dev == "CPU": return True   # the C renderer stores half, bfloat16 and fp8 as ints and computes in float
+  if dev == "LLVM": return not fp8
   if dev in {"CUDA", "NV", "AMD"}: return True
   if fp8: return False
   if dev == "METAL": return dtype != dtypes.float64

@@ -247,9 +247,12 @@ _ALIASES: dict[str, DType] = {k: getattr(dtypes, k) for k in ("half", "float", "
 # short names for repr and vector names (float4, uchar4 ... as OpenCL/Metal spell them)
 _SHORT_NAMES: dict[str, str] = {**{v.name: k for k, v in DTYPES_DICT.items()}, **{v.name: k for k, v in _ALIASES.items()}, "void": "void"}
 
+# torch's names for the fp8 formats (torch.float8_e4m3fn and torch.float8_e5m2 are these, bit for bit)
+_TORCH_NAMES: dict[str, DType] = {"float8_e4m3fn": dtypes.fp8e4m3, "float8_e5m2": dtypes.fp8e5m2, "bf16": dtypes.bfloat16}
+
 def to_dtype(x: DTypeLike) -> DType:
   if isinstance(x, DType): return x
-  if isinstance(x, str) and (ret := DTYPES_DICT.get(x.lower()) or _ALIASES.get(x.lower())) is not None: return ret
+  if isinstance(x, str) and (ret := DTYPES_DICT.get(x.lower()) or _ALIASES.get(x.lower()) or _TORCH_NAMES.get(x.lower())) is not None: return ret
   raise ValueError(f"unknown dtype {x!r}, expected a DType or one of: {', '.join(list(DTYPES_DICT) + list(_ALIASES))}")
 
 if (_env_default_float := getenv("DEFAULT_FLOAT", "")):

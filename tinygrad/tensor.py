@@ -1,7 +1,7 @@
 # the user-facing Tensor: a lazy wrapper around one UOp. Every method builds new UOps; nothing runs until data is asked for
 from __future__ import annotations
-import math, string, struct, weakref, functools, itertools
-from typing import Any, Callable, ClassVar, Iterator, Sequence, cast
+import contextlib, math, string, struct, weakref, functools, itertools
+from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
 from tinygrad.dtype import float_to_fp8, fp8_to_float
 from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN
@@ -99,6 +99,17 @@ def _from_numpy(data:Any, dtype:DType|None, device:str) -> UOp:
   if dtype.fmt is None: return _buffer_uop(_pack(arr.reshape(-1).tolist(), dtype), arr.shape, dtype, device)
   # tobytes is row-major whatever the strides (ascontiguousarray would turn a 0-d array into 1-d)
   return _buffer_uop(arr.astype(_to_np_dtype(dtype), copy=False).tobytes(), arr.shape, dtype, device)
+
+_FnT = TypeVar("_FnT", bound=Callable[..., Any])
+def _dim_alias(fn:_FnT) -> _FnT:
+  # torch names the reduced dims `dim`, tinygrad `axis`: a reduction takes either
+  @functools.wraps(fn)
+  def wrapper(self, *args, dim=None, **kwargs):
+    if dim is not None:
+      if args or "axis" in kwargs: raise TypeError(f"{fn.__name__}: give the dims as axis or as dim, not both")
+      kwargs["axis"] = dim
+    return fn(self, *args, **kwargs)
+  return cast(_FnT, wrapper)
 
 def _sym_lt(a:sint, b:sint) -> bool:
   # a < b for sizes, True when it can't be decided; symbolic sides are compared by their simplified difference ((v+1) - v is 1)
@@ -451,7 +462,9 @@ class Tensor(MathTrait):
     # C truncating division; a zero divisor is replaced by 1 here (a hardware division by zero would kill the process) and callers
     # zero those elements at the end, like numpy
     return Tensor(self.uop.alu(Ops.IDIV, b.eq(0).where(1, b).uop))
-  def _fmod_f(self, b:Tensor) -> Tensor: return Tensor(self.uop.alu(Ops.MOD, b.uop))   # C fmod on floats: exact
+  def _fmod_f(self, b:Tensor) -> Tensor:
+    # C fmod on floats: exact. A zero divisor gives nan here, not on every device (PYTHON's MOD gives 0), so it is spelled out
+    return b.eq(0).where(math.nan, Tensor(self.uop.alu(Ops.MOD, b.uop)))
   def floordiv(self, x:Any, reverse:bool=False) -> Tensor:
     """Python/torch `//`: the quotient rounded toward -inf; floats take torch's (and numpy's) fmod-based steps, bit for bit."""
     a, b = self._broadcasted(x, reverse, "floordiv")
@@ -706,7 +719,8 @@ class Tensor(MathTrait):
     lo_, hi_ = a.le(math.tan(math.pi/8)), a.gt(math.tan(3*math.pi/8))
     t = lo_.where(a, hi_.where(-1.0, a - 1)) / lo_.where(1.0, hi_.where(a, a + 1))
     n = 20 if f64 else 9
-    poly = t + t * (t2 := t * t) * t2._poly([(-1)**k / (2*k + 1) for k in range(n - 1, 0, -1)])
+    t2 = t * t
+    poly = t + t * t2 * t2._poly([(-1)**k / (2*k + 1) for k in range(n - 1, 0, -1)])
     p4_hi, p4_lo = Tensor._split_const("pi", self.dtype, 2)
     p4_hi, p4_lo = p4_hi / 4, p4_lo / 4
     r = lo_.where(poly, hi_.where(p4_hi * 2 + (poly + p4_lo * 2), p4_hi + (poly + p4_lo)))
@@ -731,7 +745,9 @@ class Tensor(MathTrait):
     he = small.where(1.0, a)._half_exp()
     r = small.where((em + em / (em + 1)) * 0.5, he - 0.25 / he)   # sinh = (e**a - 1 + 1 - e**-a)/2: no cancellation near 0
     return self.lt(0).where(-r, r)
-  def _cosh_v(self) -> Tensor: return (he := self._absw()._half_exp()) + 0.25 / he
+  def _cosh_v(self) -> Tensor:
+    he = self._absw()._half_exp()
+    return he + 0.25 / he
   def _tanh_v(self) -> Tensor:
     # tanh |x| = -expm1(-2|x|) / (2 + expm1(-2|x|)): never overflows, no cancellation near 0
     em = (self._absw() * -2)._expm1_v()
@@ -755,7 +771,8 @@ class Tensor(MathTrait):
     def value(x:Tensor) -> Tensor:
       big = x._big_arg()
       t = big.where(1.0, x) - 1
-      return big.where(big.where(x, 1.0).log() + math.log(2), (t + (t * (t + 2)).sqrt())._log1p_v())
+      r = big.where(big.where(x, 1.0).log() + math.log(2), (t + (t * (t + 2)).sqrt())._log1p_v())
+      return x.lt(1).where(math.nan, r)   # t*(t+2) overflows to +inf for a very negative x
     return self._smooth(value, lambda x, y: ((x - 1) * (x + 1)).rsqrt())
   def atanh(self) -> Tensor:
     """atanh x = log1p(2a/(1-a))/2 on a = |x| (1-a is exact near 1)"""
@@ -837,7 +854,7 @@ class Tensor(MathTrait):
   def relu(self) -> Tensor:
     """max(x, 0) with gradient 0 at 0, nan kept, like torch"""
     return self.le(0).where(0, self)
-  def relu6(self) -> Tensor: return self.relu().clamp(max=6)   # torch's gradient: 0 at 0, 1 at 6
+  def relu6(self) -> Tensor: return self.hardtanh(0, 6)   # torch's relu6 is hardtanh(0, 6): gradient 0 at both edges
   def hardtanh(self, min_val:float=-1.0, max_val:float=1.0) -> Tensor:
     """clamp to [min_val, max_val] with gradient 0 on the edges, like torch's hardtanh"""
     return self.le(min_val).where(min_val, self.ge(max_val).where(max_val, self))
@@ -865,8 +882,8 @@ class Tensor(MathTrait):
     x, out = self._float_cast()
     return x.le(-3).where(0.0, x.ge(3).where(1.0, (x + 3) / 6)).cast(out)
   def hardswish(self) -> Tensor:
-    x, out = self._float_cast()
-    return x.le(-3).where(0.0, x.ge(3).where(x, x * (x + 3) / 6)).cast(out)
+    """x * relu6(x + 3) / 6 as torch computes it (-inf gives nan), with torch's gradient: 0 up to -3, 1 from 3, x/3 + 1/2 between"""
+    return self._smooth(lambda x: x * (x + 3).clamp(0, 6) / 6, lambda x, y: x.le(-3).where(0.0, x.ge(3).where(1.0, x / 3 + 0.5)))
   def elu(self, alpha:float=1.0) -> Tensor:
     x, out = self._float_cast()
     pos = x.gt(0)
@@ -1174,32 +1191,36 @@ class Tensor(MathTrait):
 
   # ***** reductions *****
 
-  def _reduce_axes(self, axis:int|Sequence[int]|None) -> tuple[int, ...]:
+  def _reduce_axes(self, axis:int|Sequence[int]|None, name:str="reduce") -> tuple[int, ...]:
     if axis is None: return tuple(range(self.ndim))
-    axes = [self._resolve_dim(a) for a in ((axis,) if isinstance(axis, int) else axis)]
-    if len(set(axes)) != len(axes): raise ValueError(f"axis {axis} names a dim more than once")
+    try: axes = [self._resolve_dim(a) for a in ((axis,) if isinstance(axis, int) else axis)]
+    except IndexError as e: raise IndexError(f"{name}: axis {axis}: {e}") from None
+    if len(set(axes)) != len(axes): raise ValueError(f"{name}: axis {axis} names a dim more than once")
     return tuple(sorted(axes)) if self.ndim else ()
-  def _reduce(self, op:Ops, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
-    axes = self._reduce_axes(axis)
+  def _reduce(self, op:Ops, axis:int|Sequence[int]|None=None, keepdim:bool=False, name:str="reduce") -> Tensor:
+    axes = self._reduce_axes(axis, name)
     ret = Tensor(self.uop.r(op, axes))
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
   def _check_nonempty(self, name:str, axis:int|Sequence[int]|None) -> None:
-    if any(resolve(self.shape[a] == 0) for a in self._reduce_axes(axis)):
+    if any(resolve(self.shape[a] == 0) for a in self._reduce_axes(axis, name)):
       raise ValueError(f"{name} of a tensor of shape {self.shape} over axis {axis}: a dim of size 0 has no {name}")
+  @_dim_alias
   def sum(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, dtype:DTypeLike|None=None) -> Tensor:
     """Sum over axis. Small ints accumulate (and return) int32/uint32; half and bfloat16 accumulate in float32 and cast back."""
     acc = sum_acc_dtype(self.dtype) if dtype is None else to_dtype(dtype)
-    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
+    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim, "sum")
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
+  @_dim_alias
   def prod(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, dtype:DTypeLike|None=None) -> Tensor:
     acc = sum_acc_dtype(self.dtype) if dtype is None else to_dtype(dtype)
-    ret = self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
+    ret = self.cast(acc)._reduce(Ops.MUL, axis, keepdim, "prod")
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
+  @_dim_alias
   def max(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     """The largest value; ties share the gradient. A nan is skipped, unlike torch: finding it takes a second reduce, and a second kernel
     where the max is broadcast (x - x.max()); a nan-propagating MAX in the renderers would give torch's answer for free."""
     self._check_nonempty("max", axis)
-    return self._reduce(Ops.MAX, axis, keepdim)
+    return self._reduce(Ops.MAX, axis, keepdim, "max")
   def _max_nan(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     # max with torch's nan: the nan check is a second reduce
     ret = self.max(axis, keepdim)
@@ -1207,33 +1228,45 @@ class Tensor(MathTrait):
   def _inverse(self) -> Tensor:
     # an order-reversing map that never overflows: ~x for ints (and bools), -x for floats
     return -self if dtypes.is_float(self.dtype) else self.bitwise_not()
+  @_dim_alias
   def min(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     self._check_nonempty("min", axis)
     return self._inverse().max(axis, keepdim)._inverse()
+  @_dim_alias
   def mean(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     """The average; ints and bools give the default float, an empty reduction gives nan."""
     out_dt = least_upper_float(self.dtype)
-    n = prod(self.shape[a] for a in self._reduce_axes(axis))
+    n = prod(self.shape[a] for a in self._reduce_axes(axis, "mean"))
     total = self.cast(sum_acc_dtype(out_dt))._reduce(Ops.ADD, axis, keepdim)
     return (total * (1/n if n else math.nan)).cast(out_dt)
+  @_dim_alias
   def var(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> Tensor:
     """Variance with torch's correction (1: unbiased); no degrees of freedom left gives inf (or nan for 0/0), like torch."""
-    n = prod(self.shape[a] for a in self._reduce_axes(axis))
+    n = prod(self.shape[a] for a in self._reduce_axes(axis, "var"))
     x = self._to_float()
     sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
     return sq / max(0, n - correction)
+  @_dim_alias
   def std(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> Tensor:
     return self.var(axis, keepdim, correction).sqrt()
+  @_dim_alias
   def var_mean(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> tuple[Tensor, Tensor]:
     return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  @_dim_alias
   def std_mean(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> tuple[Tensor, Tensor]:
     return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
-  def any(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor: return self.cast(dtypes.bool)._reduce(Ops.MAX, axis, keepdim)
-  def all(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor: return self.logical_not().any(axis, keepdim).logical_not()
+  @_dim_alias
+  def any(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
+    return self.cast(dtypes.bool)._reduce(Ops.MAX, axis, keepdim, "any")
+  @_dim_alias
+  def all(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
+    self._reduce_axes(axis, "all")
+    return self.logical_not().any(axis, keepdim).logical_not()
+  @_dim_alias
   def argmax(self, axis:int|None=None, keepdim:bool=False) -> Tensor:
     """The index of the first maximum (int32; a nan counts as the maximum, like torch); over the flattened tensor when axis is None."""
     if axis is None: return self.flatten().argmax(0, keepdim=False).reshape(tuple(1 for _ in self.shape) if keepdim else ())
-    ax = self._resolve_dim(axis)
+    ax = self._reduce_axes(axis, "argmax")[0] if self.ndim else self._resolve_dim(axis)
     if self.ndim == 0: return Tensor(0, self.device, dtypes.int32)
     self._check_nonempty("argmax", ax)
     if not isinstance(n := self.shape[ax], int): raise NotImplementedError(f"argmax over a symbolic dim {n}")
@@ -1244,25 +1277,29 @@ class Tensor(MathTrait):
     # a nan counts as the max, like torch: nan keys (n, 2n] outrank the others [1, n]
     k = self.isnan().where(weights + n, key).max(ax, keepdim)
     return k.gt(n).where(2*n - k, n - k).cast(dtypes.int32)
+  @_dim_alias
   def argmin(self, axis:int|None=None, keepdim:bool=False) -> Tensor: return self._inverse().argmax(axis, keepdim)
 
   def _softmax_parts(self, axis:int, dtype:DTypeLike|None) -> tuple[Tensor, Tensor, DType]:
     # (x - max, sum of exp) in float32/64 (half input rounds once at the end, like torch); the max is only a shift, so it's detached
     x = self.cast(dtype) if dtype is not None else self
     x, out = x._float_cast()
-    m = x - x._reduce(Ops.MAX, axis, keepdim=True).detach()
+    m = x - x._reduce(Ops.MAX, axis, True, "softmax").detach()
     return m, m.exp().sum(axis, keepdim=True), out
+  @_dim_alias
   def softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
     """exp(x) / sum(exp(x)) along axis, shifted by the max so nothing overflows: 3 kernels (max, sum, divide)."""
     m, s, out = self._softmax_parts(axis, dtype)
     return (m.exp() / s).cast(out)
+  @_dim_alias
   def log_softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
     m, s, out = self._softmax_parts(axis, dtype)
     return (m - s.log()).cast(out)
+  @_dim_alias
   def logsumexp(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     """log(sum(exp(x))) shifted by the max; an infinite max shifts by 0 (all -inf gives -inf, any inf gives inf), like torch."""
     x, out = self._float_cast()
-    m = x._reduce(Ops.MAX, axis, keepdim=True).detach()
+    m = x._reduce(Ops.MAX, axis, True, "logsumexp").detach()
     m = m.isinf().where(0.0, m)
     ret = (x - m).exp().sum(axis, keepdim=True).log() + m
     return (ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._reduce_axes(axis)))).cast(out)
@@ -1279,22 +1316,24 @@ class Tensor(MathTrait):
   # cumulative ops see the axis through an (n, n) window view: row r holds the n values ending at r (fill before the start). One kernel,
   # O(n**2) work: fine for the sizes a cumulative op meets in practice.
   def _cum_windows(self, axis:int, fill:ConstType) -> tuple[Tensor, int]:
-    ax = self._resolve_dim(axis)
+    ax = self._reduce_axes(axis, "cumulative op")[0]
     x = self.transpose(ax, -1)
     if not isinstance(n := x.shape[-1], int): raise NotImplementedError(f"cumulative op over a symbolic dim {n}")
     lead = ((0, 0),) * (x.ndim - 1)
     padded = x.pad(lead + ((n-1, 0),), value=fill)
     tiled = padded.unsqueeze(-2).expand(padded.shape[:-1] + (n, 2*n-1)).flatten(-2)
     return tiled.pad(lead + ((0, n),)).unflatten(-1, (n, 2*n)).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n), (0, n))), ax
+  @_dim_alias
   def cumsum(self, axis:int=0) -> Tensor:
     """Running sum along axis (small ints accumulate and return int32/uint32, like sum)"""
-    if self.ndim == 0 or self.shape[self._resolve_dim(axis)] == 0: return self.cast(self.sum().dtype)
+    if self.ndim == 0 or self.shape[self._reduce_axes(axis, "cumsum")[0]] == 0: return self.cast(self.sum().dtype)
     acc = sum_acc_dtype(self.dtype)
     win, ax = self.cast(acc)._cum_windows(axis, 0)
     ret = win.sum(-1).transpose(ax, -1)
     return ret.cast(self.dtype) if dtypes.is_float(self.dtype) else ret
+  @_dim_alias
   def cumprod(self, axis:int=0) -> Tensor:
-    if self.ndim == 0 or self.shape[self._resolve_dim(axis)] == 0: return self.cast(self.sum().dtype)
+    if self.ndim == 0 or self.shape[self._reduce_axes(axis, "cumprod")[0]] == 0: return self.cast(self.sum().dtype)
     acc = sum_acc_dtype(self.dtype)
     win, ax = self.cast(acc)._cum_windows(axis, 1)
     ret = win.prod(-1).transpose(ax, -1)
@@ -1302,7 +1341,7 @@ class Tensor(MathTrait):
   def _cum_extreme(self, axis:int) -> tuple[Tensor, Tensor]:
     # running max and the index (int32) of the last element equal to it; once a nan shows up it is the max, and its index is the last nan's
     if self.ndim == 0: return self, Tensor(0, self.device, dtypes.int32)
-    if not isinstance(n := self.shape[ax := self._resolve_dim(axis)], int): raise NotImplementedError(f"cummax over a symbolic dim {n}")
+    if not isinstance(n := self.shape[ax := self._reduce_axes(axis, "cummax")[0]], int): raise NotImplementedError(f"cummax over a symbolic dim {n}")
     if n == 0: return self, self.cast(dtypes.int32)
     fill = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
     win, _ = self._cum_windows(ax, fill)
@@ -1311,16 +1350,19 @@ class Tensor(MathTrait):
     pos = Tensor.arange(n, device=self.device).reshape(n, 1) + Tensor.arange(n, device=self.device) - (n - 1)   # window slot -> index
     idx = hit.where(pos, -1).max(-1)
     return vals.squeeze(-1).transpose(ax, -1), idx.transpose(ax, -1).cast(dtypes.int32)
+  @_dim_alias
   def cummax(self, axis:int=0) -> tuple[Tensor, Tensor]:
     """(running max, index of it) along axis, like torch.cummax: ties give the later index, nan sticks"""
     return self._cum_extreme(axis)
+  @_dim_alias
   def cummin(self, axis:int=0) -> tuple[Tensor, Tensor]:
     vals, idx = self._inverse()._cum_extreme(axis)
     return vals._inverse(), idx
+  @_dim_alias
   def logcumsumexp(self, axis:int=0) -> Tensor:
     """log(cumsum(exp(x))) with every prefix shifted by its own max, so a big dynamic range neither overflows nor underflows"""
     x, out = self._float_cast()
-    if x.ndim == 0 or x.shape[x._resolve_dim(axis)] == 0: return x.cast(out)
+    if x.ndim == 0 or x.shape[x._reduce_axes(axis, "logcumsumexp")[0]] == 0: return x.cast(out)
     win, ax = x._cum_windows(axis, -math.inf)
     c = win._reduce(Ops.MAX, -1, keepdim=True).detach()
     c = c.isinf().where(0.0, c)
@@ -1420,8 +1462,9 @@ class Tensor(MathTrait):
     table = Tensor([[rc] + [0]*24 for rc in rcs], state.device, dtypes.uint64)
     for i in range(24):
       v = UOp.variable("keccak_round", 0, 23).bind(i)
-      state = Tensor._keccak_round(state, table.shrink(((v, v + 1), (0, 25))))   # the pi reduce ends each round's kernel
-    return state.contiguous()
+      # two small kernels a round (the pi reduce, then chi and iota): far cheaper to schedule than chi fused into the next theta
+      state = Tensor._keccak_round(state, table.shrink(((v, v + 1), (0, 25)))).contiguous()
+    return state
   def keccak(self, cfg:str|tuple[int, int]="sha3_256") -> Tensor:
     """Keccak of the bytes of the last dim (any dtype, read as little-endian bytes), batched over the other dims: "sha3_224/256/384/512",
     "shake_128/256" (16/32-byte digests, as tinygrad) or (rate, domain byte). Returns uint8 of shape (..., digest bytes)."""
@@ -1454,15 +1497,16 @@ class Tensor(MathTrait):
   def hash(self) -> Tensor:
     """tinygrad's 16-byte tensor digest: the bytes, zero-padded to whole MiB; every MiB is hashed as shake_128 of the shake_128 digests
     of its 4096-byte blocks; digests of several MiB are hashed again the same way until one MiB is left."""
+    return self._tree_hash(1 << 20, 4096)
+  def _tree_hash(self, chunk:int, block:int) -> Tensor:
     data = self.flatten().bitcast(dtypes.uint8) if self.dtype != dtypes.uint8 else self.flatten()
     if not isinstance(n := data.shape[0], int): raise NotImplementedError(f"hash of a symbolic shape {self.shape}")
-    mib = 1 << 20
-    def hash_mib(d:Tensor) -> Tensor: return d.reshape(-1, 4096).keccak("shake_128").reshape(d.shape[0], -1).keccak("shake_128")
-    chunks = max(1, -(-n // mib))
+    def hash_chunks(d:Tensor) -> Tensor: return d.reshape(-1, block).keccak("shake_128").reshape(d.shape[0], -1).keccak("shake_128")
+    chunks = max(1, -(-n // chunk))
     while chunks > 1:
-      data = hash_mib(data.pad(((0, chunks * mib - data.shape[0]),)).reshape(chunks, mib)).flatten()
-      chunks = -(-chunks // 65536)
-    return hash_mib(data.pad(((0, mib - data.shape[0]),)).reshape(1, mib)).flatten()[:16]
+      data = hash_chunks(data.pad(((0, chunks * chunk - data.shape[0]),)).reshape(chunks, chunk)).flatten()
+      chunks = -(-data.shape[0] // chunk)
+    return hash_chunks(data.pad(((0, chunk - data.shape[0]),)).reshape(1, chunk)).flatten()[:16]
 
   # ***** creation and randomness (2) *****
 
@@ -2449,6 +2493,25 @@ class Tensor(MathTrait):
     return ret + bias if bias is not None else ret
 
   # ***** dtype shorthands (last, so their names don't shadow the builtins used as annotations above) *****
+  # (the meta methods first: their annotations still need the builtin bool)
+
+  def kernelize(self, *lst:Tensor) -> Tensor:
+    """Group these tensors into kernels without running anything: each one not yet realized becomes the output of its own kernel at the
+    next realize (its graph is cut there, like tinygrad's kernelize). Returns self."""
+    for t in (self,) + lst:
+      if not t.uop.is_realized and t.uop.base.op not in (Ops.CONTIGUOUS, Ops.BUFFER, Ops.ASSIGN): t.uop = t.uop.contiguous()
+    return self
+  def contiguous_backward(self) -> Tensor:
+    """Nothing going forward; going backward the gradient arriving here is made contiguous (realized) before it flows on."""
+    return Tensor(UOp(Ops.CONTIGUOUS_BACKWARD, self.dtype, (self.uop,)))
+  def requires_grad_(self, requires_grad:bool=True) -> Tensor:
+    self.requires_grad = requires_grad
+    return self
+  class train(contextlib.ContextDecorator):
+    """`with Tensor.train():` (or @Tensor.train()) sets Tensor.training for the block, restoring the old value after"""
+    def __init__(self, mode:bool=True): self.mode, self.prev = mode, False
+    def __enter__(self): self.prev, Tensor.training = Tensor.training, self.mode
+    def __exit__(self, *exc:Any): Tensor.training = self.prev
 
   def float(self) -> Tensor: return self.cast(dtypes.float32)
   def half(self) -> Tensor: return self.cast(dtypes.float16)

@@ -278,10 +278,10 @@ class CStyleLanguage(Renderer):
     if src.dtype.itemsize != x.dtype.itemsize: raise ValueError(f"BITCAST needs equal sizes, got {src.dtype} -> {x.dtype}")
     if (src.dtype.count > 1 or x.dtype.count > 1) and (src.dtype.scalar() in self.storage_types or x.dtype.scalar() in self.storage_types):
       raise NotImplementedError(f"BITCAST of vectors of emulated types ({src.dtype} -> {x.dtype})")
-    # an emulated type is its 16 bits on the way in and out
-    expr, from_dt = ctx.r[src], src.dtype
-    if (st := self.storage_types.get(from_dt)) is not None: expr, from_dt = f"{st[2]}({expr})", dtypes.uint16
-    if (st := self.storage_types.get(x.dtype)) is not None: return f"{st[1]}({self._bitcast(expr, from_dt, dtypes.uint16)})"
+    # an emulated type is its bits (16 for half and bfloat16, 8 for fp8) on the way in and out
+    expr, from_dt, bits_dt = ctx.r[src], src.dtype, {1: dtypes.uint8, 2: dtypes.uint16}.get(x.dtype.itemsize, dtypes.uint16)
+    if (st := self.storage_types.get(from_dt)) is not None: expr, from_dt = f"{st[2]}({expr})", bits_dt
+    if (st := self.storage_types.get(x.dtype)) is not None: return f"{st[1]}({self._bitcast(expr, from_dt, bits_dt)})"
     return self._bitcast(expr, from_dt, x.dtype)
   def _bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str:
     if from_dt == to_dt: return expr
@@ -411,6 +411,39 @@ _C_HELPERS: dict[str, str] = {
   union { float f; unsigned int u; } c = {f};
   if ((c.u & 0x7fffffff) > 0x7f800000) return (c.u >> 16) | 0x40;  /* nan stays a quiet nan */
   return (c.u + 0x7fff + ((c.u >> 16) & 1)) >> 16;                 /* round to nearest even */
+}""",
+  # fp8 as torch has them: e4m3fn (no inf, saturates at 448, 0x7f is nan) and e5m2 (IEEE-like); float -> fp8 rounds to nearest even
+  "__fp8e4m3_to_f32": """static inline float __fp8e4m3_to_f32(unsigned char h) {
+  unsigned int e = (h >> 3) & 0xf, m = h & 0x7;
+  union { unsigned int u; float f; } c = {((e + 120) << 23) | (m << 20)};
+  float f = (e == 0xf && m == 0x7) ? __builtin_nanf("") : (e ? c.f : (float)m * 0x1p-9f);
+  return (h & 0x80) ? -f : f;
+}""",
+  "__f32_to_fp8e4m3": """static inline unsigned char __f32_to_fp8e4m3(float f) {
+  union { float f; unsigned int u; } c = {f};
+  unsigned int s = (c.u >> 24) & 0x80, a = c.u & 0x7fffffff;
+  if (a > 0x7f800000) return s | 0x7f;                              /* nan */
+  if (a < 0x3c800000) { c.u = a; return s | (unsigned int)__builtin_rintf(c.f * 0x1p9f); }   /* below 2**-6: multiples of 2**-9 */
+  unsigned int r = a >> 20, rem = a & 0xfffff;
+  r += (rem > 0x80000) | ((rem == 0x80000) & r);                    /* round to nearest even, a carry moves the exponent */
+  r -= 120 << 3;
+  return s | (r > 0x7e ? 0x7e : r);                                 /* finite overflow and inf saturate to 448 */
+}""",
+  "__fp8e5m2_to_f32": """static inline float __fp8e5m2_to_f32(unsigned char h) {
+  unsigned int e = (h >> 2) & 0x1f, m = h & 0x3;
+  union { unsigned int u; float f; } c = {((e + 112) << 23) | (m << 21)};
+  float f = e == 0x1f ? (m ? __builtin_nanf("") : __builtin_inff()) : (e ? c.f : (float)m * 0x1p-16f);
+  return (h & 0x80) ? -f : f;
+}""",
+  "__f32_to_fp8e5m2": """static inline unsigned char __f32_to_fp8e5m2(float f) {
+  union { float f; unsigned int u; } c = {f};
+  unsigned int s = (c.u >> 24) & 0x80, a = c.u & 0x7fffffff;
+  if (a > 0x7f800000) return s | 0x7f;                              /* nan */
+  if (a < 0x38800000) { c.u = a; return s | (unsigned int)__builtin_rintf(c.f * 0x1p16f); }  /* below 2**-14: multiples of 2**-16 */
+  unsigned int r = a >> 21, rem = a & 0x1fffff;
+  r += (rem > 0x100000) | ((rem == 0x100000) & r);
+  r -= 112 << 2;
+  return s | (r > 0x7b ? 0x7c : r);                                 /* past 57344 (and inf): inf */
 }"""}
 
 class ClangRenderer(CStyleLanguage):
@@ -430,14 +463,14 @@ class ClangRenderer(CStyleLanguage):
   guard_int_div = True
   type_map = {dtypes.bool: "_Bool"}
   storage_types = {dtypes.float16: ("unsigned short", "__half_to_f32", "__f32_to_half"),
-                   dtypes.bfloat16: ("unsigned short", "__bf16_to_f32", "__f32_to_bf16")}
-  code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _c_math("sqrt"), Ops.EXP2: _c_math("exp2"), Ops.LOG2: _c_math("log2"),
-                 Ops.SIN: _c_math("sin"), Ops.TRUNC: _c_math("trunc"), Ops.POW: _c_math("pow"),
+                   dtypes.bfloat16: ("unsigned short", "__bf16_to_f32", "__f32_to_bf16"),
+                   dtypes.fp8e4m3: ("unsigned char", "__fp8e4m3_to_f32", "__f32_to_fp8e4m3"),
+                   dtypes.fp8e5m2: ("unsigned char", "__fp8e5m2_to_f32", "__f32_to_fp8e5m2")}
+  # no EXP2/LOG2/SIN/POW: libm's are scalar calls, while our polynomials (codegen/transcendental.py, <= ~1 ulp) vectorize with the loop
+  code_for_op = {**{k: v for k, v in CStyleLanguage.code_for_op.items() if k not in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)},
+                 Ops.SQRT: _c_math("sqrt"), Ops.TRUNC: _c_math("trunc"),
                  Ops.MOD: lambda a, b, dtype: _c_math("fmod")(a, b, dtype=dtype) if dtypes.is_float(dtype) else f"({a}%{b})",
                  Ops.RECIP: lambda a, dtype: f"({'1.0' if dtype.scalar() == dtypes.float64 else '1.0f'}/{a})"}
-  def render_dtype(self, dt:DType, mem:bool=False) -> str:
-    if dt.scalar() in (dtypes.fp8e4m3, dtypes.fp8e5m2): raise NotImplementedError(f"the CPU device has no {dt}")
-    return super().render_dtype(dt, mem)
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:
     ret: list[str] = []
     vecs = {self.value_dtype(d) for u in uops for d in (u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype,) if d.count > 1}
