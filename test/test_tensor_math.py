@@ -242,8 +242,6 @@ def test_dunders(device, name):
     assert ret is x2   # in place returns the same tensor, now holding the result
     close(x2, iop(tx2, ty), dtype_check=not is_int)
 
-@pytest.mark.xfail(strict=True, reason="scheduler: an ASSIGN whose value reads its target through another view (transpose, flip, matmul) is fused "
-                   "in place, so later elements read already written ones (see report)")
 def test_inplace_reads_target_through_view():
   y = Tensor([[1.0, 2.0], [3.0, 4.0]]).realize()
   y += y.T

@@ -5,7 +5,7 @@ from typing import Generator
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer, sint
 from tinygrad.device import Device, Buffer
-from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, ansilen, Metadata, to_function_name
+from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, ansilen, Metadata, to_function_name, TRANSCENDENTAL
 from tinygrad.renderer import Renderer, ProgramSpec, Estimates
 from tinygrad.engine.schedule import ScheduleItem
 
@@ -100,7 +100,7 @@ class BufferCopy(Runner):
 method_cache: dict[tuple[str, UOp, int, int], CompiledRunner] = {}
 def get_runner(device:str, ast:UOp, rawbufs:list[Buffer]|None=None) -> CompiledRunner:
   # UOps are hash-consed, so the same kernel (shape, dtypes, ops) is the same key: it compiles once per process and per way of optimizing
-  if (ret := method_cache.get(key := (device, ast, BEAM.value, NOOPT.value))) is not None: return ret
+  if (ret := method_cache.get(key := (device, ast, BEAM.value, NOOPT.value, TRANSCENDENTAL.value))) is not None: return ret
   method_cache[key] = ret = CompiledRunner(get_program(ast, Device[device].renderer, rawbufs=rawbufs))
   return ret
 

@@ -63,12 +63,16 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   order = _toposort_items(deps)
   if DEBUG >= 3: print(f"scheduled {len(items)} items")
   becomes_map: dict[UOp, UOp] = {}
+  views: list[tuple[UOp, UOp]] = []
   for orig, new in cmap.items():
     if new in replacement: becomes_map[orig] = replacement[new]
     # a view of a realized node (cleanup may have moved it under new movement ops) becomes that view of the buffer
-    elif new.op in GroupOp.Movement and (b := new.base) in replacement: becomes_map[orig] = new.substitute({b: replacement[b]})
+    elif new.op in GroupOp.Movement and new.base in replacement: views.append((orig, new))
     # cleanup found it is already a buffer (CONTIGUOUS or DETACH of a realized view): point at that
     elif orig is not new and new.base.op is Ops.BUFFER: becomes_map[orig] = new
+  if views:   # one substitute for all of them: per-view substitutes would be quadratic in the graph's depth
+    rebuilt = UOp.sink(*[new for _, new in views]).substitute({b: replacement[b] for _, new in views if (b := new.base) in replacement})
+    becomes_map.update((orig, r) for (orig, _), r in zip(views, rebuilt.src))
   return [items[i] for i in order], var_vals, becomes_map
 
 def _toposort_items(deps:list[set[int]]) -> list[int]:

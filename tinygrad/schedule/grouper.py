@@ -54,6 +54,18 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
       realizes[u] = None
       src = u.src[0]
       if not (src.base.op is Ops.BUFFER and src.st.contiguous and src.size == src.base.size): realizes[src] = None
+  # an ASSIGN whose value reads its own target through another view would read elements it already overwrote: compute the value first
+  for u in topo:
+    if u.op is not Ops.ASSIGN or u.src[1] in realizes: continue
+    target, body = u.src[0], kernel_body(u.src[1], realizes)
+    tbuf = target.base
+    # only the outermost view of a movement chain is what the kernel reads
+    inner = {s for p in body if p.op in GroupOp.Movement for s in p.src}
+    for x in body:
+      if x.base is not tbuf or not (x.op in GroupOp.Movement or x.op is Ops.BUFFER) or x in inner: continue
+      if x.st.simplify() != target.st.simplify():
+        realizes[u.src[1]] = None
+        break
   # a reduce feeds other kernels only through reshapes, and never into another reduce of the same kernel
   for r in topo:
     if r.op is not Ops.REDUCE_AXIS or r in realizes: continue
