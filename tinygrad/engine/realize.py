@@ -97,7 +97,7 @@ class BufferCopy(Runner):
       return time.perf_counter() - st
     return None
 
-method_cache: dict[tuple[str, UOp, int, int], CompiledRunner] = {}
+method_cache: dict[tuple[str, UOp, int, int, int], CompiledRunner] = {}
 def get_runner(device:str, ast:UOp, rawbufs:list[Buffer]|None=None) -> CompiledRunner:
   # UOps are hash-consed, so the same kernel (shape, dtypes, ops) is the same key: it compiles once per process and per way of optimizing
   if (ret := method_cache.get(key := (device, ast, BEAM.value, NOOPT.value, TRANSCENDENTAL.value))) is not None: return ret
