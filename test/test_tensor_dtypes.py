@@ -218,7 +218,6 @@ def test_variable_matmul_graph():
   out = x @ Tensor(np.ones((4, 5), dtype=np.float32))
   assert out.shape[0] is v and out.shape[1] == 5
 
-@pytest.mark.xfail(strict=True, reason="scheduler: a kernel output of symbolic size gets Buffer(size=<UOp>) instead of the variable's max (see report)")
 @pytest.mark.parametrize("what", ["elementwise", "matmul"])
 def test_variable_symbolic_output(what):
   v = Variable("i", 1, 10).bind(3)

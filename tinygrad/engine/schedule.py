@@ -28,8 +28,10 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
       # the target may itself be an earlier ASSIGN of this schedule: the result is the target's buffer view
       buffer_of[r], replacement[r] = r.src[0].buf_uop, r.src[0].substitute(replacement)
     else:
-      buffer_of[r] = buf = UOp.new_buffer(r.device, r.size, r.dtype)  # type: ignore[arg-type]
-      replacement[r] = buf.reshape(r.shape)
+      # a symbolic size gets a buffer for the largest value its variables allow, viewed down to the bound size
+      size = r.size
+      buffer_of[r] = buf = UOp.new_buffer(r.device, size if isinstance(size, int) else int(size.vmax), r.dtype)  # type: ignore[arg-type]
+      replacement[r] = (buf if isinstance(size, int) else buf.shrink(((0, size),))).reshape(r.shape)
 
   items: list[ScheduleItem] = []
   deps: list[set[int]] = []
