@@ -130,3 +130,13 @@ def test_split_reduce_large_sum():
   np.testing.assert_allclose(x.sum().numpy(), (np.arange(1 << 18) % 7).sum(), rtol=1e-6)
 
 
+
+def test_debug_prints_kernels_and_source(capsys):
+  x = rand(7, 9)
+  with Context(DEBUG=4, CACHELEVEL=0):
+    from tinygrad.engine.realize import method_cache
+    method_cache.clear()
+    (x * 3 + 1).sum(axis=1).realize()
+  out = capsys.readouterr().out
+  assert "void r_" in out and "data0" in out       # DEBUG>=4: the generated C
+  assert "GFLOPS" in out and "GB/s" in out and "tm" in out   # DEBUG>=2: one line per kernel with time and rates
