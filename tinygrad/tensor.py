@@ -1323,21 +1323,18 @@ class Tensor(MathTrait):
     padded = x.pad(lead + ((n-1, 0),), value=fill)
     tiled = padded.unsqueeze(-2).expand(padded.shape[:-1] + (n, 2*n-1)).flatten(-2)
     return tiled.pad(lead + ((0, n),)).unflatten(-1, (n, 2*n)).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n), (0, n))), ax
+  def _cum_reduce(self, axis:int, name:str, identity:int, reduce:Callable[[Tensor], Tensor]) -> Tensor:
+    # small ints accumulate and return int32/uint32, like sum; floats come back in their own dtype
+    if self.ndim == 0 or self.shape[self._reduce_axes(axis, name)[0]] == 0: return self.cast(self.sum().dtype)
+    win, ax = self.cast(sum_acc_dtype(self.dtype))._cum_windows(axis, identity)
+    ret = reduce(win).transpose(ax, -1)
+    return ret.cast(self.dtype) if dtypes.is_float(self.dtype) else ret
   @_dim_alias
   def cumsum(self, axis:int=0) -> Tensor:
     """Running sum along axis (small ints accumulate and return int32/uint32, like sum)"""
-    if self.ndim == 0 or self.shape[self._reduce_axes(axis, "cumsum")[0]] == 0: return self.cast(self.sum().dtype)
-    acc = sum_acc_dtype(self.dtype)
-    win, ax = self.cast(acc)._cum_windows(axis, 0)
-    ret = win.sum(-1).transpose(ax, -1)
-    return ret.cast(self.dtype) if dtypes.is_float(self.dtype) else ret
+    return self._cum_reduce(axis, "cumsum", 0, lambda w: w.sum(-1))
   @_dim_alias
-  def cumprod(self, axis:int=0) -> Tensor:
-    if self.ndim == 0 or self.shape[self._reduce_axes(axis, "cumprod")[0]] == 0: return self.cast(self.sum().dtype)
-    acc = sum_acc_dtype(self.dtype)
-    win, ax = self.cast(acc)._cum_windows(axis, 1)
-    ret = win.prod(-1).transpose(ax, -1)
-    return ret.cast(self.dtype) if dtypes.is_float(self.dtype) else ret
+  def cumprod(self, axis:int=0) -> Tensor: return self._cum_reduce(axis, "cumprod", 1, lambda w: w.prod(-1))
   def _cum_extreme(self, axis:int) -> tuple[Tensor, Tensor]:
     # running max and the index (int32) of the last element equal to it; once a nan shows up it is the max, and its index is the last nan's
     if self.ndim == 0: return self, Tensor(0, self.device, dtypes.int32)

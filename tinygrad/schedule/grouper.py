@@ -1,5 +1,6 @@
 # which nodes of a tensor graph become buffers: everything else fuses into the kernels that read it
 from __future__ import annotations
+from typing import Container
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
 from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS
@@ -98,7 +99,7 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
   order = {u: i for i, u in enumerate(topo)}
   return dict.fromkeys(sorted(realizes, key=lambda u: order.get(u, -1)))
 
-def kernel_body(start:UOp, realizes:dict[UOp, None]) -> list[UOp]:
+def kernel_body(start:UOp, realizes:Container[UOp]) -> list[UOp]:
   # the nodes a kernel computing `start` contains: everything under it down to buffers and other kernels' outputs
   out: list[UOp] = []
   seen: set[UOp] = set()

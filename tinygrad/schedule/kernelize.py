@@ -43,7 +43,7 @@ class KernelBuilder:
     out_buf = self.buffer_of[root]
     out_st = root.src[0].st if root.op is Ops.ASSIGN else ShapeTracker.from_shape(root.shape)
     # a fused reduce sets the kernel's index space: its output shape, which the output's shape reshapes into
-    reduces = [x for x in kernel_body(value, {k: None for k in self.buffer_of if k is not root}) if x.op is Ops.REDUCE_AXIS]
+    reduces = [x for x in kernel_body(value, self.buffer_of) if x.op is Ops.REDUCE_AXIS]   # root is only the start, never a child
     kshape = reduces[0].shape if reduces else root.shape
     top_st = ShapeTracker.from_shape(root.shape)
     if kshape != root.shape: out_st, top_st = out_st.reshape(kshape), top_st.reshape(kshape)
