@@ -13,7 +13,7 @@ from tinygrad.tensor import _to_np_dtype
 from tinygrad.renderer import ProgramSpec
 from tinygrad.engine import realize
 from tinygrad.engine.realize import get_program, CompiledRunner
-from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType
+from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.opt import search
 from tinygrad.opt.search import beam_search, get_kernel_actions
 
@@ -59,6 +59,9 @@ CORPUS = {
   "conv_like": conv_like,
   "softmax_pieces": softmax_pieces,
   "gather": gather,
+  # odd sizes: nothing divides them until PADTO rounds them up
+  "matmul_odd": lambda rng, dev: [_t(rng, (7, 13), dev) @ _t(rng, (13, 11), dev)],
+  "sum_odd": lambda rng, dev: [_t(rng, (5, 13), dev).sum(1)],
 }
 
 @functools.cache
@@ -123,7 +126,9 @@ def _draw_sequence(data, name:str, dev:str) -> tuple[int, list[Opt]]:
   k = Kernel(kernels[ki][0], Device[dev].renderer)
   for _ in range(data.draw(st.integers(1, 4), label="length")):
     if not (acts := get_kernel_actions(k, include_0=False)): break
-    k = acts[data.draw(st.sampled_from(sorted(acts)), label="action")]
+    # the few PADTO/SWAP/NOLOCALS actions would be drawn rarely among a hundred splits: half the draws pick among them
+    new = [i for i, a in acts.items() if a.applied_opts[-1].op in (OptOps.PADTO, OptOps.SWAP, OptOps.NOLOCALS)]
+    k = acts[data.draw(st.sampled_from(new if new and data.draw(st.booleans(), label="new op") else sorted(acts)), label="action")]
   return ki, list(k.applied_opts)
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -157,6 +162,92 @@ def test_kernel_actions_limits():
   # the CPU has no workgroups: no LOCAL, and at most one THREAD split
   assert not any(a.axes_of(AxisType.LOCAL) for a in acts.values())
   assert all(len(x.axes_of(AxisType.THREAD)) <= 1 for x in two)
+
+# ***** PADTO, SWAP, NOLOCALS *****
+
+def _kernel(name:str, dev:str, ki:int=0) -> Kernel: return Kernel(corpus_kernels(name, dev)[ki][0], Device[dev].renderer)
+
+def _raises(k:Kernel, opt:Opt, reason:str):
+  with pytest.raises(KernelOptError, match=f"{opt.op}.*{reason}"): k.copy().apply_opt(opt)
+
+def test_new_opts_are_actions():
+  kinds = {a.applied_opts[-1].op for a in get_kernel_actions(_kernel("matmul_odd", "CPU"), include_0=False).values()}
+  assert {OptOps.PADTO, OptOps.SWAP} <= kinds and OptOps.NOLOCALS not in kinds
+  assert OptOps.NOLOCALS in {a.applied_opts[-1].op for a in get_kernel_actions(_kernel("matmul_odd", _device("PYTHON")), include_0=False).values()}
+
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+def test_padto_then_split(dev):
+  _device(dev)
+  k = _kernel("matmul_odd", dev)
+  assert k.full_shape == (7, 11, 13) and k.axis_types == [AxisType.GLOBAL, AxisType.GLOBAL, AxisType.REDUCE]
+  _raises(k, Opt(OptOps.UPCAST, 0, 4), "divide")
+  _raises(k, Opt(OptOps.UNROLL, 0, 4), "divide")
+  k.apply_opt(Opt(OptOps.PADTO, 0, 8))
+  k.apply_opt(Opt(OptOps.PADTO, 2, 16))
+  k.apply_opt(Opt(OptOps.PADTO, 1, 4))
+  assert k.full_shape == (8, 12, 16)
+  for o in (Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 4)): k.apply_opt(o)
+  k2 = k.copy()
+  assert k2.applied_opts == k.applied_opts and k2.full_shape == k.full_shape
+  check_opts("matmul_odd", dev, [(0, k.applied_opts), (0, [Opt(OptOps.PADTO, 2, 16), Opt(OptOps.UNROLL, 0, 16)])])
+  check_opts("sum_odd", dev, [(0, [Opt(OptOps.PADTO, 1, 16), Opt(OptOps.PADTO, 0, 8), Opt(OptOps.UNROLL, 0, 8), Opt(OptOps.UPCAST, 0, 8)])])
+
+def _odd_kernel(f) -> Kernel:
+  with Context(NOOPT=1): out = f(Tensor(np.random.default_rng(1).standard_normal((5, 13)).astype(np.float32)))
+  return Kernel([si.ast for si in out.schedule() if si.ast.op is Ops.SINK][-1], Device["CPU"].renderer)
+
+def test_padto_refused():
+  k = _kernel("matmul_odd", "CPU")
+  _raises(k, Opt(OptOps.PADTO, 0, 32), "more than doubles")
+  _raises(k, Opt(OptOps.PADTO, 0, 7), "already a multiple")
+  _raises(k, Opt(OptOps.PADTO, 0, 1), "int > 1")
+  _raises(k, Opt(OptOps.PADTO, 3, 8), "out of range")
+  k.apply_opt(Opt(OptOps.PADTO, 0, 8))
+  k.apply_opt(Opt(OptOps.UPCAST, 0, 4))
+  _raises(k, Opt(OptOps.PADTO, 3, 8), "only global and reduce axes pad, axis 3 is UPCAST")
+  # a padded 0 must add nothing: a max reduce, and exp(0) = 1, refuse
+  # (x + m).sum(1) pads: m's load is expanded along the reduce axis, so it reads 0 in the padding too
+  for f in (lambda x: x.sum(1), lambda x: (x + x.max(1, keepdim=True)).sum(1)): _odd_kernel(f).apply_opt(Opt(OptOps.PADTO, 1, 16))
+  for f in (lambda x: x.max(1), lambda x: x.exp().sum(1), lambda x: (1 / x).sum(1)):
+    k = _odd_kernel(f)
+    assert k.axis_types[-1] is AxisType.REDUCE and k.full_shape[-1] == 13
+    _raises(k, Opt(OptOps.PADTO, k.shape_len-1, 16), "0 in the padding")
+    k.apply_opt(Opt(OptOps.PADTO, 0, 8))   # a global axis always pads: its padding is never stored
+
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+def test_swap(dev):
+  _device(dev)
+  k = _kernel("matmul_odd", dev)
+  _raises(k, Opt(OptOps.SWAP, 0, 2), "doesn't name a global axis")
+  _raises(k, Opt(OptOps.SWAP, 1, 1), "itself")
+  _raises(k, Opt(OptOps.SWAP, 0, None), "doesn't name a global axis")
+  _raises(_kernel("sum_odd", dev), Opt(OptOps.SWAP, 0, 1), "doesn't name a global axis")   # axis 1 is the reduce
+  k2 = k.copy()
+  k2.apply_opt(Opt(OptOps.SWAP, 0, 1))
+  assert k2.full_shape == (11, 7, 13) and k.full_shape == (7, 11, 13) and k2.applied_opts == [Opt(OptOps.SWAP, 0, 1)]
+  # the swap survives later opts (their axes sort stably), and the loops nest the other way round
+  k2.apply_opt(Opt(OptOps.UPCAST, 0, 11))
+  assert k2.full_shape == (1, 7, 13, 11)
+  renderer = Device[dev].renderer
+  assert get_program(k.ast, renderer, []).src != get_program(k.ast, renderer, [Opt(OptOps.SWAP, 0, 1)]).src
+  check_opts("matmul_odd", dev, [(0, [Opt(OptOps.SWAP, 0, 1)]), (0, [Opt(OptOps.SWAP, 1, 0), Opt(OptOps.UPCAST, 0, 11)])])
+
+def test_nolocals():
+  k = _kernel("matmul_odd", _device("PYTHON"))
+  assert k.opts.has_local
+  k2 = k.copy()
+  k2.apply_opt(Opt(OptOps.NOLOCALS))
+  k3 = k2.copy()
+  assert k3.dont_use_locals and not k.dont_use_locals and k3.applied_opts == [Opt(OptOps.NOLOCALS)]
+  for o in (Opt(OptOps.LOCAL, 0, 7), Opt(OptOps.GROUP, 0, 13), Opt(OptOps.GROUPTOP, 0, 13)): _raises(k3, o, "NOLOCALS")
+  _raises(k3, Opt(OptOps.NOLOCALS), "already applied")
+  k3.apply_opt(Opt(OptOps.UPCAST, 0, 7))   # the other opts still apply
+  k.apply_opt(Opt(OptOps.LOCAL, 0, 7))
+  _raises(k, Opt(OptOps.NOLOCALS), "already has local dims")
+  # the CPU has no workgroups anyway: a legal marker
+  k4 = _kernel("matmul_odd", "CPU")
+  k4.apply_opt(Opt(OptOps.NOLOCALS))
+  check_opts("matmul_odd", "PYTHON", [(0, [Opt(OptOps.NOLOCALS), Opt(OptOps.UPCAST, 0, 7)])])
 
 # ***** beam_search *****
 

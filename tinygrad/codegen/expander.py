@@ -1,20 +1,50 @@
 # upcast and unroll axes live in registers: every node that depends on such an axis is copied once per lane, with the lane index
-# as a constant. Hash-consing shares whatever doesn't depend on the lane, and the C compiler's SLP vectorizer turns the copies into
-# SIMD. A REDUCE over an unrolled axis combines its lanes before accumulating.
+# as a constant. Hash-consing shares whatever doesn't depend on the lane. A REDUCE over an unrolled axis combines its lanes before
+# accumulating. On a renderer with vector ALUs one upcast axis (the one most loads and stores walk contiguously) becomes real vectors
+# instead: its float loads, arithmetic, accumulators and stores are single vector nodes (a contiguous group of lanes is one vector
+# load or store, any other a gather), values that don't depend on it are broadcast, and the rest stays per-lane scalars.
 # A tensor core reduce arrives as REDUCE(WMMA(a, b, 0)) with a scalar WMMA that stands for the sum over its K lanes: per combination of the
 # other lanes it becomes one vector WMMA whose operands gather the lanes of a and b its arg names, and C's lanes are GEPs of it (of a
 # vector REDUCE of it when the REDUCE loops over more of K).
 from __future__ import annotations
 import itertools
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, PatternMatcher, UPat
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
+from tinygrad.dtype import dtypes
+
+# what a vector lane may hold, and the ops renderers with vector_alu compute on whole vectors
+_VEC_DTYPES = (dtypes.float32, dtypes.float64)
+_VEC_OPS = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC}
 
 def _combine(op:Ops, vals:list[UOp]) -> UOp:
   # a balanced tree: short dependency chains
   while len(vals) > 1: vals = [vals[i].alu(op, vals[i+1]) if i+1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
   return vals[0]
 
-def expand(sink:UOp) -> UOp:
+def _step(idx:UOp, axis:tuple[int, int], lane:int, placeholders:list[UOp]) -> int|None:
+  # how far the index moves from lane 0 to this lane of the axis (other register axes at lane 0), if that is a constant
+  from tinygrad.uop.symbolic import sym
+  def at(v:int) -> UOp: return idx.substitute({p: UOp.const(p.dtype, v if p.arg == axis else 0) for p in placeholders})
+  d = graph_rewrite(at(lane) - at(0), sym)
+  return d.arg if d.op is Ops.CONST else None
+
+def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], width:int) -> tuple[int, int]|None:
+  """The upcast axis that becomes vectors: the one most float loads and stores walk with stride 1 (a power of two <= width lanes)."""
+  reduced = {s.arg for u in topo if u.op is Ops.REDUCE for s in u.src[1:] if s.op is Ops.UNROLL}
+  if any(u.op is Ops.WMMA for u in topo): return None
+  placeholders = [u for u in topo if u.op is Ops.UNROLL]
+  cands = [p.arg for p in placeholders if p.arg not in reduced and 2 <= p.arg[1] <= width and p.arg[1] & (p.arg[1]-1) == 0]
+  score = dict.fromkeys(cands, 0)
+  for u in topo:
+    if u.op not in (Ops.LOAD, Ops.STORE) or (u.dtype if u.op is Ops.LOAD else u.src[1].dtype) not in _VEC_DTYPES: continue
+    idx = u.src[0].src[1]
+    for a in cands:
+      if a in lanes[idx] and _step(idx, a, 1, placeholders) == 1: score[a] += 1
+  best = max(cands, key=lambda a: (score[a], a[1]), default=None)
+  return best if best is not None and score[best] > 0 else None
+
+def expand(sink:UOp, vector_width:int=0) -> UOp:
+  """vector_width: the most lanes of one vector (0: no vectors, every lane a scalar copy)."""
   topo = list(sink.toposort())
   if not any(u.op is Ops.UNROLL for u in topo): return sink
   lanes: dict[UOp, tuple[tuple[int, int], ...]] = {}   # the (axis, size) lanes a node's value depends on
@@ -30,6 +60,39 @@ def expand(sink:UOp) -> UOp:
       lanes[u] = tuple(sorted(ls))
   made: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
   def get(u:UOp, assign:dict[int, int]) -> UOp: return made[(u, tuple(assign[a] for a, _ in lanes[u]))]
+  vaxis = _vector_axis(topo, lanes, vector_width) if vector_width > 1 else None
+  vmade: dict[tuple[UOp, tuple[int, ...]], UOp] = {}   # vectorized nodes: their vector per combination of the other lanes
+  def vget(u:UOp, assign:dict[int, int]) -> UOp:
+    assert vaxis is not None
+    if (u, key := tuple(assign[a] for a, _ in lanes[u] if (a, _) != vaxis)) in vmade: return vmade[(u, key)]
+    vals = [get(u, {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
+    return UOp(Ops.VECTORIZE, u.dtype.vec(vaxis[1]), tuple(vals))
+  def contiguous(idxs:list[UOp]) -> bool:
+    from tinygrad.uop.symbolic import sym
+    return all((d := graph_rewrite(x - idxs[0], sym)).op is Ops.CONST and d.arg == i for i, x in enumerate(idxs))
+  def vectorize(u:UOp, assign:dict[int, int]) -> UOp|None:
+    """the vector node of u for these other lanes, or None where u stays per-lane scalars"""
+    assert vaxis is not None
+    if u.op is Ops.LOAD and u.dtype in _VEC_DTYPES and u.src[0].op is Ops.INDEX:
+      ix = [get(u.src[0], {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
+      if all(x.src[2:] == ix[0].src[2:] for x in ix) and contiguous([x.src[1] for x in ix]):
+        return UOp(Ops.LOAD, u.dtype.vec(vaxis[1]), (ix[0],))
+      lane_assigns = [{**assign, vaxis[0]: i} for i in range(vaxis[1])]
+      return UOp(Ops.VECTORIZE, u.dtype.vec(vaxis[1]), tuple(u.replace(src=tuple(get(s, a) for s in u.src)) for a in lane_assigns))
+    if u.op in _VEC_OPS and u.dtype in _VEC_DTYPES and any(s in vectorized for s in u.src):
+      return UOp(u.op, u.dtype.vec(vaxis[1]), tuple(vget(s, assign) for s in u.src), u.arg)
+    if u.op is Ops.REDUCE and u.src[0] in vectorized and u.src[0].op is not Ops.WMMA:
+      unrolled = [s.arg for s in u.src[1:] if s.op is Ops.UNROLL]
+      vals = [vget(u.src[0], {**assign, **{a: v for (a, _), v in zip(unrolled, c)}}) for c in itertools.product(*[range(sz) for _, sz in unrolled])]
+      ranges = tuple(get(s, assign) for s in u.src[1:] if s.op is not Ops.UNROLL)
+      combined = _combine(u.arg, vals)
+      return UOp(Ops.REDUCE, combined.dtype, (combined,)+ranges, u.arg) if ranges else combined
+    if u.op is Ops.STORE and u.src[1] in vectorized and u.src[0].op is Ops.INDEX:
+      ix = [get(u.src[0], {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
+      if all(x.src[2:] == ix[0].src[2:] for x in ix) and contiguous([x.src[1] for x in ix]):
+        return UOp(Ops.STORE, u.dtype, (ix[0], vget(u.src[1], assign)))
+    return None
+  vectorized: set[UOp] = set()
   def wmma(u:UOp, assign:dict[int, int]) -> UOp:
     # the vector WMMA of a scalar one: operand lanes e of A and B are the factors where the arg's lane axes spell e in binary
     base = {**assign, **{a: 0 for ls_ in u.arg[6] for a, _ in ls_}, **{a: 0 for a, _ in u.arg[7]}}
@@ -41,6 +104,20 @@ def expand(sink:UOp) -> UOp:
   def c_lane(u:UOp, assign:dict[int, int]) -> int: return sum(assign[a] << j for j, (a, _) in enumerate(u.arg[6][2]))
   for u in topo:
     if u.op is Ops.SINK: continue
+    if vaxis is not None and vaxis in lanes[u] and u.op is not Ops.UNROLL:
+      others = [ln for ln in lanes[u] if ln != vaxis]
+      vnodes: dict[tuple[int, ...], UOp] = {}
+      for combo in itertools.product(*[range(sz) for _, sz in others]):
+        if (v := vectorize(u, {a: c for (a, _), c in zip(others, combo)})) is None: break
+        vnodes[combo] = v
+      else:
+        vectorized.add(u)
+        for combo, v in vnodes.items():
+          vmade[(u, combo)] = v
+          for i in range(vaxis[1]):
+            full = {**{a: c for (a, _), c in zip(others, combo)}, vaxis[0]: i}
+            made[(u, tuple(full[a] for a, _ in lanes[u]))] = v if u.op is Ops.STORE else v.gep(i)
+        continue
     for combo in itertools.product(*[range(sz) for _, sz in lanes[u]]):
       assign = {a: v for (a, _), v in zip(lanes[u], combo)}
       if u.op is Ops.UNROLL: new = UOp.const(u.dtype, combo[0])

@@ -16,7 +16,14 @@ def reduce_to_acc(ctx:itertools.count, red:UOp) -> UOp:
   x, ranges = red.src[0], red.src[1:]
   if not ranges: return x
   acc = UOp(Ops.DEFINE_ACC, red.dtype, (reduce_identity(red.arg, red.dtype),) + ranges, (next(ctx),))
-  return UOp(Ops.ASSIGN, red.dtype, (acc, acc.alu(red.arg, x)))
+  # acc + (a + b) is folded as (acc + a) + b: with products for a and b that is two fused multiply-adds, not a mul, an fma and an add
+  terms, stack = [], [x]
+  while stack:
+    if (t := stack.pop()).op is red.arg and t.dtype == red.dtype: stack += reversed(t.src)
+    else: terms.append(t)
+  ret = acc
+  for t in terms: ret = ret.alu(red.arg, t)
+  return UOp(Ops.ASSIGN, red.dtype, (acc, ret))
 
 pm_reduce_to_acc = PatternMatcher([(UPat(Ops.REDUCE, name="red"), reduce_to_acc)])
 

@@ -38,6 +38,7 @@ class Kernel:
     self.ast, self.opts = ast, opts if opts is not None else Renderer()
     self.applied_opts: list[Opt] = []
     self.tensor_core: TensorCore|None = None
+    self.dont_use_locals = False   # NOLOCALS: no LOCAL/GROUP/TC splits from here on
     self.reduceops = [u for u in ast.toposort() if u.op is Ops.REDUCE_AXIS]
     self.view_uops = [u for u in ast.toposort() if u.op is Ops.VIEW]
     sts: list[ShapeTracker] = [v.arg for v in self.view_uops]
@@ -53,7 +54,7 @@ class Kernel:
     ret = Kernel.__new__(Kernel)
     ret.ast, ret.opts, ret.applied_opts, ret.reduceops, ret.view_uops = self.ast, self.opts, self.applied_opts[:], self.reduceops, self.view_uops
     ret.sts, ret.full_shape, ret.axis_types = self.sts[:], self.full_shape, self.axis_types[:]
-    ret.tensor_core = self.tensor_core
+    ret.tensor_core, ret.dont_use_locals = self.tensor_core, self.dont_use_locals
     return ret
 
   # *** shape bookkeeping ***
@@ -119,6 +120,7 @@ class Kernel:
     if opt.op is OptOps.UNROLL: ax = self.axes_of(AxisType.REDUCE)
     elif opt.op in (OptOps.GROUP, OptOps.GROUPTOP): ax = self.axes_of(AxisType.REDUCE)
     elif opt.op in (OptOps.UPCAST, OptOps.LOCAL, OptOps.THREAD): ax = self.axes_of(AxisType.GLOBAL, AxisType.LOCAL)
+    elif opt.op is OptOps.SWAP: ax = self.axes_of(AxisType.GLOBAL)
     else: ax = list(range(self.shape_len))
     check(0 <= opt.axis < len(ax), opt, f"axis {opt.axis} out of range, kernel has {len(ax)} axes for it ({self.colored_shape()})")
     return ax[opt.axis]
@@ -128,6 +130,7 @@ class Kernel:
     if self.tensor_core is not None:
       check(axis not in self.tc_axes(), opt, "that axis belongs to the tensor core")
       check(opt.op not in (OptOps.GROUP, OptOps.GROUPTOP), opt, "no group reduce with a tensor core")
+    if self.dont_use_locals: check(opt.op not in (OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP, OptOps.TC), opt, "the kernel has NOLOCALS")
     if opt.op is OptOps.TC: self._apply_tc(opt)
     elif opt.op in (OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP):
       s = self.full_shape[axis]
@@ -137,7 +140,9 @@ class Kernel:
       assert isinstance(amt, int) and isinstance(s, int)
       check(s % amt == 0, opt, f"amount {amt} doesn't divide axis {axis} of size {s}")
       if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
-        check(self.upcast_size * amt <= 256, opt, f"too many registers: {self.upcast_size}*{amt} > 256")
+        # vector code keeps 16 lanes in one register, so it may hold more lanes than per-lane scalars
+        lim = 1024 if self.opts.vector_alu_lanes else 256
+        check(self.upcast_size * amt <= lim, opt, f"too many registers: {self.upcast_size}*{amt} > {lim}")
         check(not any(isinstance(x, UOp) for x in self.full_shape), opt, "no upcasts in kernels with symbolic shapes")
         self._split(axis, amt, AxisType.UPCAST if opt.op is OptOps.UPCAST else AxisType.UNROLL)
       elif opt.op is OptOps.THREAD:
@@ -160,9 +165,60 @@ class Kernel:
           # GROUP: thread g of the group takes elements g, g+amt, ... (adjacent threads read adjacent memory); GROUPTOP: a contiguous chunk
           if opt.op is OptOps.GROUP: self._split(axis, amt, AxisType.GROUP_REDUCE)
           else: self._split(axis, s//amt, outer_type=AxisType.GROUP_REDUCE)
+    elif opt.op is OptOps.PADTO: self._padto(opt, axis)
+    elif opt.op is OptOps.SWAP:
+      # the loop order of two global axes (on GPUs: which launch dimension each gets); the stable _sort_axes keeps it
+      glb = self.axes_of(AxisType.GLOBAL)
+      check(isinstance(opt.arg, int) and 0 <= opt.arg < len(glb), opt, f"arg {opt.arg} doesn't name a global axis (the kernel has {len(glb)})")
+      assert isinstance(opt.arg, int)
+      check(glb[opt.arg] != axis, opt, "can't swap an axis with itself")
+      perm = list(range(self.shape_len))
+      perm[axis], perm[glb[opt.arg]] = glb[opt.arg], axis
+      self._permute(perm)
+    elif opt.op is OptOps.NOLOCALS:
+      # a marker: the kernel keeps every axis a global (a plain loop on the CPU), and the search skips workgroup opts after it
+      check(not self.dont_use_locals, opt, "NOLOCALS is already applied")
+      check(not self.axes_of(AxisType.LOCAL, AxisType.GROUP_REDUCE), opt, "the kernel already has local dims")
+      self.dont_use_locals = True
     else: raise KernelOptError(f"{opt}: not supported yet on {self.opts.device}")
     self._sort_axes()
     if append_opt: self.applied_opts.append(opt)
+
+  def _padto(self, opt:Opt, axis:int) -> None:
+    # round the axis up to a multiple of amt so later splits divide it: every view that isn't a broadcast (size 1) there is padded, so
+    # loads and consts read 0 and stores are gated off in the padding. Only global and reduce axes pad: a LOCAL axis is a workgroup
+    # size that was checked against the device, the other kinds are splits already made.
+    s, amt, kind = self.full_shape[axis], opt.arg, self.axis_types[axis]
+    check(isinstance(s, int), opt, f"can't pad the symbolic axis {s}")
+    check(isinstance(amt, int) and amt > 1, opt, f"amount must be an int > 1, got {amt}")
+    assert isinstance(s, int) and isinstance(amt, int)
+    check(kind in (AxisType.GLOBAL, AxisType.REDUCE), opt, f"only global and reduce axes pad, axis {axis} is {kind.name}")
+    check(self.tensor_core is None, opt, "no padding with a tensor core")
+    new = -(-s // amt) * amt
+    check(new != s, opt, f"axis {axis} of size {s} is already a multiple of {amt}")
+    check(new <= 2 * s, opt, f"padding axis {axis} from {s} to {new} more than doubles its work")
+    check(kind is AxisType.GLOBAL or self._pads_to_zero(axis), opt, f"the reduces over axis {axis} aren't sums of values that are 0 in the padding")
+    pad = tuple((0, new - s if i == axis else 0) for i in range(self.shape_len))
+    self._set([st if resolve(st.shape[axis] == 1) else st.pad(pad) for st in self.sts],
+              [new if i == axis else x for i, x in enumerate(self.full_shape)], self.axis_types)
+
+  def _pads_to_zero(self, axis:int) -> bool:
+    # every reduce sums over every reduce axis (get_optimized_ast), so padding one adds its padding to all of them: legal when each is an
+    # ADD whose source is 0 there. Padded loads, consts and VALIDs are 0 (False); ops with f(0) == 0 keep it, MUL/AND need one 0 operand,
+    # WHERE/MULACC a 0 third operand and a 0 in one of the others. Broadcast views, variables, inner reduces and the rest (EXP2, CMPEQ,
+    # ...) count as nonzero. Ops that turn a 0 into inf/nan (0*inf is nan) refuse outright.
+    padded = {v: resolve(st.shape[axis] != 1) for v, st in zip(self.view_uops, self.sts)}
+    zero: dict[UOp, bool] = {}
+    for u in self.ast.toposort():
+      z = [zero.get(x, False) for x in u.src]
+      if u.op in (Ops.LOAD, Ops.CONST, Ops.VALID): zero[u] = any(padded.get(x, False) for x in u.src)
+      elif u.op in (Ops.ADD, Ops.SUB, Ops.MAX, Ops.OR, Ops.XOR, Ops.CMPLT, Ops.CMPNE, Ops.NEG, Ops.SQRT, Ops.SIN, Ops.TRUNC, Ops.CAST):
+        zero[u] = all(z)
+      elif u.op in (Ops.MUL, Ops.AND): zero[u] = any(z)
+      elif u.op in (Ops.WHERE, Ops.MULACC): zero[u] = (z[0] or z[1]) and z[2]
+      else: zero[u] = False
+    return all(r.arg[0] is Ops.ADD and zero[r.src[0]] and not any(u.op in (Ops.RECIP, Ops.FDIV, Ops.LOG2, Ops.POW) for u in r.src[0].toposort())
+               for r in self.reduceops)
 
   # *** tensor cores (the layouts and how views use them: tinygrad/opt/tc.py) ***
   def tc_axes(self) -> list[int]:

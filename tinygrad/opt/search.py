@@ -26,13 +26,17 @@ def _thread_counts() -> list[int]:
 
 actions: list[Opt] = [Opt(op, axis, amt) for op in (OptOps.UPCAST, OptOps.UNROLL) for amt in (0, 2, 3, 4, 5, 7, 8, 16) for axis in range(6)]
 actions += [Opt(OptOps.THREAD, 0, n) for n in _thread_counts()]
+# padding lets a later split divide an odd axis; swapping reorders the global loops
+actions += [Opt(OptOps.PADTO, axis, amt) for amt in (8, 16, 32) for axis in range(3)]
+actions += [Opt(OptOps.SWAP, axis, other) for axis in range(3) for other in range(axis+1, 3)]
 # workgroup opts, only offered to renderers with locals (illegal ones raise KernelOptError and are skipped)
 local_actions: list[Opt] = [Opt(OptOps.LOCAL, axis, amt) for amt in (2, 3, 4, 8, 13, 16, 29) for axis in range(6)]
 local_actions += [Opt(op, axis, amt) for op in (OptOps.GROUP, OptOps.GROUPTOP) for amt in (0, 4, 8, 16) for axis in range(3)]
+local_actions += [Opt(OptOps.NOLOCALS)]
 
 def _state(k:Kernel) -> tuple:
-  # two opt lists that leave the same shape, axis kinds and views make the same program
-  return (k.full_shape, tuple(k.axis_types), tuple(k.sts))
+  # two opt lists that leave the same shape, axis kinds and views make the same program (NOLOCALS only closes off the workgroup opts)
+  return (k.full_shape, tuple(k.axis_types), tuple(k.sts), k.dont_use_locals)
 
 def get_kernel_actions(k:Kernel, include_0:bool=True) -> dict[int, Kernel]:
   """Every kernel one legal action away from k, keyed by 1 + the action's index in `actions` (+ `local_actions` where the renderer has

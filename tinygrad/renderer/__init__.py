@@ -73,6 +73,7 @@ class Renderer:
   has_local: bool = True       # threads in workgroups (GPUs); False: global axes are plain loops
   has_shared: bool = True
   has_threads: bool = False    # CPU: the outermost global axis may be split across a thread pool
+  vector_alu_lanes: int = 0    # > 0: float arithmetic on vectors of up to this many lanes renders as whole-vector code (codegen/expander.py)
   global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
   local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
   shared_max: int = 32768

@@ -446,12 +446,14 @@ _C_HELPERS: dict[str, str] = {
   return s | (r > 0x7b ? 0x7c : r);                                 /* past 57344 (and inf): inf */
 }"""}
 
+_VECTOR_NATIVE = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC}
 class ClangRenderer(CStyleLanguage):
   """C for the CPU device: one function over plain pointers, vectors as GCC vector extensions, half and bfloat16 stored as 16-bit ints."""
   device = "CPU"
   has_local = False
   has_shared = False
   has_threads = True
+  vector_alu_lanes = 32
   global_max = None
   supports_float4 = True
   buffer_restrict = " restrict"
@@ -480,6 +482,11 @@ class ClangRenderer(CStyleLanguage):
       ret.append(f"typedef {base} {dt.name} __attribute__((aligned({sz}), vector_size({_next_pow2(dt.count)*sz})));")
     used = {st for u in uops for d in (u.dtype, *(s.dtype for s in u.src)) if (st := self.storage_types.get(d.base.scalar())) is not None}
     return ret + [_C_HELPERS[fn] for st in sorted(used) for fn in st[1:]]
+  def render_alu(self, ctx:CStyleCtx, x:UOp) -> str:
+    # GNU vector arithmetic: one SIMD instruction per op instead of lane-by-lane expressions
+    if x.dtype.count > 1 and x.op in _VECTOR_NATIVE and x.dtype.scalar() in (dtypes.float32, dtypes.float64):
+      return self.code_for_op[x.op](*[ctx.r[s] for s in x.src], dtype=x.dtype)
+    return super().render_alu(ctx, x)
 
 # ***** GPU dialects (rendered here, compiled and run by their runtimes) *****
 
