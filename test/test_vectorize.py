@@ -53,13 +53,15 @@ def test_vector_widths_float64(n):
   assert f"double{n}" in p.src
   np.testing.assert_allclose(got.reshape(8, 4*n), a * b - a.sum(1, keepdims=True) / 3, rtol=1e-12)
 
-def test_reduce_over_vector_lanes_stays_scalar():
-  # an unrolled reduce axis is never the vector axis: the sum over it is per-lane scalars, and right
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_reduced_vector_axis_is_a_vector_accumulator(op):
+  # with no output axis to vectorize, the unrolled reduce axis is the vector: one vector accumulator, lanes combined after the loop
   rng = np.random.default_rng(4)
   a = rng.standard_normal((16, 64), dtype=np.float32)
-  si = _kernel(Tensor(a).realize().sum(1))
-  _, got = _run(si, [Opt(OptOps.UNROLL, 0, 16)])
-  np.testing.assert_allclose(got, a.sum(1), rtol=1e-5, atol=1e-5)
+  si = _kernel(getattr(Tensor(a).realize(), op)(1))
+  p, got = _run(si, [Opt(OptOps.UNROLL, 0, 16)])
+  assert "float16 acc" in p.src, p.src
+  np.testing.assert_allclose(got, getattr(a, op)(1), rtol=1e-5, atol=1e-5)
 
 def test_int_kernels_untouched():
   a = np.arange(64, dtype=np.int32).reshape(4, 16)

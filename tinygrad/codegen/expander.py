@@ -33,14 +33,15 @@ def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], w
   reduced = {s.arg for u in topo if u.op is Ops.REDUCE for s in u.src[1:] if s.op is Ops.UNROLL}
   if any(u.op is Ops.WMMA for u in topo): return None
   placeholders = [u for u in topo if u.op is Ops.UNROLL]
-  cands = [p.arg for p in placeholders if p.arg not in reduced and 2 <= p.arg[1] <= width and p.arg[1] & (p.arg[1]-1) == 0]
+  cands = [p.arg for p in placeholders if 2 <= p.arg[1] <= width and p.arg[1] & (p.arg[1]-1) == 0]
   score = dict.fromkeys(cands, 0)
   for u in topo:
     if u.op not in (Ops.LOAD, Ops.STORE) or (u.dtype if u.op is Ops.LOAD else u.src[1].dtype) not in _VEC_DTYPES: continue
     idx = u.src[0].src[1]
     for a in cands:
       if a in lanes[idx] and _step(idx, a, 1, placeholders) == 1: score[a] += 1
-  best = max(cands, key=lambda a: (score[a], a[1]), default=None)
+  # an output axis first; else a reduced one (a vector accumulator whose lanes are combined after the loop)
+  best = max(cands, key=lambda a: (score[a] > 0, a not in reduced, score[a], a[1]), default=None)
   return best if best is not None and score[best] > 0 else None
 
 def expand(sink:UOp, vector_width:int=0) -> UOp:
@@ -130,6 +131,14 @@ def expand(sink:UOp, vector_width:int=0) -> UOp:
         ranges = tuple(get(s, assign) for s in u.src[1:] if s.op is not Ops.UNROLL)
         vec = _combine(u.arg, vecs)
         new = (UOp(Ops.REDUCE, vec.dtype, (vec,)+ranges, u.arg) if ranges else vec).gep(c_lane(w, assign))
+      elif u.op is Ops.REDUCE and vaxis is not None and u.src[0] in vectorized and any(s.arg == vaxis for s in u.src[1:]):
+        # the vector axis is reduced: a vector accumulator, its lanes combined after the loop
+        rest = [s.arg for s in u.src[1:] if s.op is Ops.UNROLL and s.arg != vaxis]
+        vals = [vget(u.src[0], {**assign, **{a: v for (a, _), v in zip(rest, c)}}) for c in itertools.product(*[range(sz) for _, sz in rest])]
+        combined = _combine(u.arg, vals)
+        ranges = tuple(get(s, assign) for s in u.src[1:] if s.op is not Ops.UNROLL)
+        red = UOp(Ops.REDUCE, combined.dtype, (combined,)+ranges, u.arg) if ranges else combined
+        new = _combine(u.arg, [red.gep(i) for i in range(vaxis[1])])
       elif u.op is Ops.REDUCE:
         unrolled = [s.arg for s in u.src[1:] if s.op is Ops.UNROLL]
         vals = [get(u.src[0], {**assign, **{a: v for (a, _), v in zip(unrolled, c)}}) for c in itertools.product(*[range(sz) for _, sz in unrolled])]

@@ -21,6 +21,8 @@ def reduce_to_acc(ctx:itertools.count, red:UOp) -> UOp:
   while stack:
     if (t := stack.pop()).op is red.arg and t.dtype == red.dtype: stack += reversed(t.src)
     else: terms.append(t)
+  # (only products: a chain of plain adds would be one long dependency, where the tree adds in parallel)
+  if red.arg is not Ops.ADD or not all(t.op is Ops.MUL for t in terms): terms = [x]
   ret = acc
   for t in terms: ret = ret.alu(red.arg, t)
   return UOp(Ops.ASSIGN, red.dtype, (acc, ret))

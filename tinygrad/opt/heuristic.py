@@ -48,12 +48,16 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     rest = [j for j in broadcast if j != vec_axis]
     row_axis = next((j for j in reversed(rest) if any(rs[global_axes[j]] == 1 for rs in real_strides)), rest[-1] if rest else None)
     tiles = 0
-    for j, choices in ((vec_axis, (width, width//2, 8, 4)), (row_axis, (8, 6, 5, 4, 3, 2))):
+    # with vector code a row's accumulator is one register, so a taller tile (more reuse of each loaded vector) still fits in the 32
+    rows = (15, 12, 10, 8, 6, 5, 4, 3, 2) if k.opts.vector_alu_lanes else (8, 6, 5, 4, 3, 2)
+    for j, choices in ((vec_axis, (width, width//2, 8, 4)), (row_axis, rows)):
       if j is None: continue
       s = k.full_shape[k.axes_of(AxisType.GLOBAL)[j]]
       if isinstance(s, int) and (amt := _largest_divisor(s, choices)) is not None and _try(k, Opt(OptOps.UPCAST, j, amt), opts): tiles += 1
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
-    if tiles and isinstance(rs, int) and rs > 2 and rs % 2 == 0: _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, 2), opts)
+    # a short innermost reduce (a conv's kernel width) unrolls whole: neighbouring taps share loaded inputs
+    if tiles and isinstance(rs, int) and (amt := rs if rs <= 4 else 2 if rs % 2 == 0 else 0) > 1:
+      _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, amt), opts)
   # any other reduce: with enough outputs, a few of them side by side (independent lanes the compiler vectorizes) and a short unroll;
   # with few outputs, a long unroll so the loop body adds many loaded values at once
   if reduce_axes and not opts:
