@@ -80,17 +80,18 @@ class KernelBuilder:
   def build_value(self, start:UOp, start_st:ShapeTracker) -> UOp:
     # iterative post-order over (node, view) pairs, so a 10,000-op chain needs no recursion
     memo: dict[tuple[UOp, ShapeTracker], UOp] = {}
-    stack: list[tuple[UOp, ShapeTracker, bool]] = [(start, start_st, False)]
+    # an entry carries its children once they are known: working out their views twice would double the ShapeTracker work
+    stack: list[tuple[UOp, ShapeTracker, list[tuple[UOp, ShapeTracker]]|None]] = [(start, start_st, None)]
     while stack:
-      x, st, ready = stack.pop()
+      x, st, kids = stack.pop()
       if (x, st) in memo: continue
-      if (lf := self.leaf(x, st)) is not None:
-        memo[(x, st)] = lf
-        continue
-      kids = self.children(x, st)
-      if not ready:
-        stack.append((x, st, True))
-        stack.extend((k, kst, False) for k, kst in reversed(kids) if (k, kst) not in memo)
+      if kids is None:
+        if (lf := self.leaf(x, st)) is not None:
+          memo[(x, st)] = lf
+          continue
+        kids = self.children(x, st)
+        stack.append((x, st, kids))
+        stack.extend((k, kst, None) for k, kst in reversed(kids) if (k, kst) not in memo)
         continue
       srcs = [memo[k] for k in kids]
       if x.op in GroupOp.Movement:
