@@ -9,24 +9,24 @@
 from __future__ import annotations
 import itertools
 from tinygrad.uop import Ops
+from typing import Callable
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
-from tinygrad.dtype import dtypes
-
-# what a vector lane may hold, and the ops renderers with vector_alu compute on whole vectors
-_VEC_DTYPES = (dtypes.float32, dtypes.float64)
-_VEC_OPS = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC}
+from tinygrad.renderer import VECTOR_ALU_DTYPES, VECTOR_ALU_OPS
 
 def _combine(op:Ops, vals:list[UOp]) -> UOp:
   # a balanced tree: short dependency chains
   while len(vals) > 1: vals = [vals[i].alu(op, vals[i+1]) if i+1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
   return vals[0]
 
-def _step(idx:UOp, axis:tuple[int, int], lane:int, placeholders:list[UOp]) -> int|None:
-  # how far the index moves from lane 0 to this lane of the axis (other register axes at lane 0), if that is a constant
+def _offset(x:UOp, base:UOp) -> int|None:
+  # x - base, when the symbolic rules make it a constant
   from tinygrad.uop.symbolic import sym
+  return d.arg if (d := graph_rewrite(x - base, sym)).op is Ops.CONST else None
+
+def _step(idx:UOp, axis:tuple[int, int], placeholders:list[UOp]) -> int|None:
+  # how far the index moves from lane 0 to lane 1 of the axis (other register axes at lane 0), if that is a constant
   def at(v:int) -> UOp: return idx.substitute({p: UOp.const(p.dtype, v if p.arg == axis else 0) for p in placeholders})
-  d = graph_rewrite(at(lane) - at(0), sym)
-  return d.arg if d.op is Ops.CONST else None
+  return _offset(at(1), at(0))
 
 def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], width:int) -> tuple[int, int]|None:
   """The upcast axis that becomes vectors: the one most float loads and stores walk with stride 1 (a power of two <= width lanes)."""
@@ -36,10 +36,10 @@ def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], w
   cands = [p.arg for p in placeholders if 2 <= p.arg[1] <= width and p.arg[1] & (p.arg[1]-1) == 0]
   score = dict.fromkeys(cands, 0)
   for u in topo:
-    if u.op not in (Ops.LOAD, Ops.STORE) or (u.dtype if u.op is Ops.LOAD else u.src[1].dtype) not in _VEC_DTYPES: continue
+    if u.op not in (Ops.LOAD, Ops.STORE) or (u.dtype if u.op is Ops.LOAD else u.src[1].dtype) not in VECTOR_ALU_DTYPES: continue
     idx = u.src[0].src[1]
     for a in cands:
-      if a in lanes[idx] and _step(idx, a, 1, placeholders) == 1: score[a] += 1
+      if a in lanes[idx] and _step(idx, a, placeholders) == 1: score[a] += 1
   # an output axis first; else a reduced one (a vector accumulator whose lanes are combined after the loop)
   best = max(cands, key=lambda a: (score[a] > 0, a not in reduced, score[a], a[1]), default=None)
   return best if best is not None and score[best] > 0 else None
@@ -68,30 +68,30 @@ def expand(sink:UOp, vector_width:int=0) -> UOp:
     if (u, key := tuple(assign[a] for a, _ in lanes[u] if (a, _) != vaxis)) in vmade: return vmade[(u, key)]
     vals = [get(u, {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
     return UOp(Ops.VECTORIZE, u.dtype.vec(vaxis[1]), tuple(vals))
-  def contiguous(idxs:list[UOp]) -> bool:
-    from tinygrad.uop.symbolic import sym
-    return all((d := graph_rewrite(x - idxs[0], sym)).op is Ops.CONST and d.arg == i for i, x in enumerate(idxs))
+  def reduce_of(u:UOp, assign:dict[int, int], fetch:Callable[[UOp, dict[int, int]], UOp], keep:tuple[int, int]|None=None) -> UOp:
+    # u's source for every combination of its unrolled lanes (but keep, which stays in the value), combined, then looped over its ranges
+    unrolled = [s.arg for s in u.src[1:] if s.op is Ops.UNROLL and s.arg != keep]
+    vals = [fetch(u.src[0], {**assign, **{a: v for (a, _), v in zip(unrolled, c)}}) for c in itertools.product(*[range(sz) for _, sz in unrolled])]
+    combined = _combine(u.arg, vals)
+    ranges = tuple(get(s, assign) for s in u.src[1:] if s.op is not Ops.UNROLL)
+    return UOp(Ops.REDUCE, combined.dtype, (combined,)+ranges, u.arg) if ranges else combined
+  def lane_base(index:UOp, assign:dict[int, int]) -> UOp|None:
+    # the vector's first INDEX when its lanes address consecutive elements under one gate (one vector load or store), else None
+    assert vaxis is not None
+    ix = [get(index, {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
+    return ix[0] if all(x.src[2:] == ix[0].src[2:] and _offset(x.src[1], ix[0].src[1]) == i for i, x in enumerate(ix)) else None
   def vectorize(u:UOp, assign:dict[int, int]) -> UOp|None:
     """the vector node of u for these other lanes, or None where u stays per-lane scalars"""
     assert vaxis is not None
-    if u.op is Ops.LOAD and u.dtype in _VEC_DTYPES and u.src[0].op is Ops.INDEX:
-      ix = [get(u.src[0], {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
-      if all(x.src[2:] == ix[0].src[2:] for x in ix) and contiguous([x.src[1] for x in ix]):
-        return UOp(Ops.LOAD, u.dtype.vec(vaxis[1]), (ix[0],))
+    if u.op is Ops.LOAD and u.dtype in VECTOR_ALU_DTYPES and u.src[0].op is Ops.INDEX:
+      if (base := lane_base(u.src[0], assign)) is not None: return UOp(Ops.LOAD, u.dtype.vec(vaxis[1]), (base,))
       lane_assigns = [{**assign, vaxis[0]: i} for i in range(vaxis[1])]
       return UOp(Ops.VECTORIZE, u.dtype.vec(vaxis[1]), tuple(u.replace(src=tuple(get(s, a) for s in u.src)) for a in lane_assigns))
-    if u.op in _VEC_OPS and u.dtype in _VEC_DTYPES and any(s in vectorized for s in u.src):
+    if u.op in VECTOR_ALU_OPS and u.dtype in VECTOR_ALU_DTYPES and any(s in vectorized for s in u.src):
       return UOp(u.op, u.dtype.vec(vaxis[1]), tuple(vget(s, assign) for s in u.src), u.arg)
-    if u.op is Ops.REDUCE and u.src[0] in vectorized and u.src[0].op is not Ops.WMMA:
-      unrolled = [s.arg for s in u.src[1:] if s.op is Ops.UNROLL]
-      vals = [vget(u.src[0], {**assign, **{a: v for (a, _), v in zip(unrolled, c)}}) for c in itertools.product(*[range(sz) for _, sz in unrolled])]
-      ranges = tuple(get(s, assign) for s in u.src[1:] if s.op is not Ops.UNROLL)
-      combined = _combine(u.arg, vals)
-      return UOp(Ops.REDUCE, combined.dtype, (combined,)+ranges, u.arg) if ranges else combined
-    if u.op is Ops.STORE and u.src[1] in vectorized and u.src[0].op is Ops.INDEX:
-      ix = [get(u.src[0], {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
-      if all(x.src[2:] == ix[0].src[2:] for x in ix) and contiguous([x.src[1] for x in ix]):
-        return UOp(Ops.STORE, u.dtype, (ix[0], vget(u.src[1], assign)))
+    if u.op is Ops.REDUCE and u.src[0] in vectorized and u.src[0].op is not Ops.WMMA: return reduce_of(u, assign, vget)
+    if u.op is Ops.STORE and u.src[1] in vectorized and u.src[0].op is Ops.INDEX and (base := lane_base(u.src[0], assign)) is not None:
+      return UOp(Ops.STORE, u.dtype, (base, vget(u.src[1], assign)))
     return None
   vectorized: set[UOp] = set()
   def wmma(u:UOp, assign:dict[int, int]) -> UOp:
@@ -123,28 +123,13 @@ def expand(sink:UOp, vector_width:int=0) -> UOp:
       assign = {a: v for (a, _), v in zip(lanes[u], combo)}
       if u.op is Ops.UNROLL: new = UOp.const(u.dtype, combo[0])
       elif u.op is Ops.WMMA: new = wmma(u, assign).gep(c_lane(u, assign))
-      elif u.op is Ops.REDUCE and u.src[0].op is Ops.WMMA:
-        # one vector accumulator for all of C's lanes, each lane a GEP of it
-        w = u.src[0]
-        unrolled = [s.arg for s in u.src[1:] if s.op is Ops.UNROLL]
-        vecs = [wmma(w, {**assign, **{a: v for (a, _), v in zip(unrolled, c)}}) for c in itertools.product(*[range(sz) for _, sz in unrolled])]
-        ranges = tuple(get(s, assign) for s in u.src[1:] if s.op is not Ops.UNROLL)
-        vec = _combine(u.arg, vecs)
-        new = (UOp(Ops.REDUCE, vec.dtype, (vec,)+ranges, u.arg) if ranges else vec).gep(c_lane(w, assign))
+      # one vector accumulator for all of C's lanes, each lane a GEP of it
+      elif u.op is Ops.REDUCE and u.src[0].op is Ops.WMMA: new = reduce_of(u, assign, wmma).gep(c_lane(u.src[0], assign))
       elif u.op is Ops.REDUCE and vaxis is not None and u.src[0] in vectorized and any(s.arg == vaxis for s in u.src[1:]):
         # the vector axis is reduced: a vector accumulator, its lanes combined after the loop
-        rest = [s.arg for s in u.src[1:] if s.op is Ops.UNROLL and s.arg != vaxis]
-        vals = [vget(u.src[0], {**assign, **{a: v for (a, _), v in zip(rest, c)}}) for c in itertools.product(*[range(sz) for _, sz in rest])]
-        combined = _combine(u.arg, vals)
-        ranges = tuple(get(s, assign) for s in u.src[1:] if s.op is not Ops.UNROLL)
-        red = UOp(Ops.REDUCE, combined.dtype, (combined,)+ranges, u.arg) if ranges else combined
+        red = reduce_of(u, assign, vget, keep=vaxis)
         new = _combine(u.arg, [red.gep(i) for i in range(vaxis[1])])
-      elif u.op is Ops.REDUCE:
-        unrolled = [s.arg for s in u.src[1:] if s.op is Ops.UNROLL]
-        vals = [get(u.src[0], {**assign, **{a: v for (a, _), v in zip(unrolled, c)}}) for c in itertools.product(*[range(sz) for _, sz in unrolled])]
-        combined = _combine(u.arg, vals)
-        ranges = tuple(get(s, assign) for s in u.src[1:] if s.op is not Ops.UNROLL)
-        new = UOp(Ops.REDUCE, u.dtype, (combined,)+ranges, u.arg) if ranges else combined
+      elif u.op is Ops.REDUCE: new = reduce_of(u, assign, get)
       else: new = u.replace(src=tuple(get(s, assign) for s in u.src)) if u.src else u
       made[(u, combo)] = new
   stores = [made[(s, c)] for s in sink.src for c in itertools.product(*[range(sz) for _, sz in lanes[s]])]

@@ -5,6 +5,7 @@ from typing import Callable, Any
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher, sym_infer, sint
 from tinygrad.helpers import prod
+from tinygrad.dtype import dtypes
 
 @dataclass(frozen=True)
 class Estimates:
@@ -64,6 +65,10 @@ class ProgramSpec:
     global_size = [int(sym_infer(s, var_vals)) for s in self.global_size] if self.global_size is not None else [1, 1, 1]
     local_size = [int(sym_infer(s, var_vals)) for s in self.local_size] if self.local_size is not None else None
     return global_size, local_size
+
+# what renderers with vector_alu_lanes compute on whole vectors: these float ops (the expander vectorizes them, the renderer prints them)
+VECTOR_ALU_OPS = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC}
+VECTOR_ALU_DTYPES = (dtypes.float32, dtypes.float64)
 
 class Renderer:
   """What a device's code generator supports, and how it prints a linear program."""

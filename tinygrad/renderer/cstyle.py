@@ -5,7 +5,7 @@ from typing import Any, Callable, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate
-from tinygrad.renderer import Renderer
+from tinygrad.renderer import Renderer, VECTOR_ALU_OPS, VECTOR_ALU_DTYPES
 from tinygrad.helpers import prod
 from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, metal_tcs, intel_tcs
 
@@ -446,7 +446,6 @@ _C_HELPERS: dict[str, str] = {
   return s | (r > 0x7b ? 0x7c : r);                                 /* past 57344 (and inf): inf */
 }"""}
 
-_VECTOR_NATIVE = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC}
 class ClangRenderer(CStyleLanguage):
   """C for the CPU device: one function over plain pointers, vectors as GCC vector extensions, half and bfloat16 stored as 16-bit ints."""
   device = "CPU"
@@ -484,7 +483,7 @@ class ClangRenderer(CStyleLanguage):
     return ret + [_C_HELPERS[fn] for st in sorted(used) for fn in st[1:]]
   def render_alu(self, ctx:CStyleCtx, x:UOp) -> str:
     # GNU vector arithmetic: one SIMD instruction per op instead of lane-by-lane expressions
-    if x.dtype.count > 1 and x.op in _VECTOR_NATIVE and x.dtype.scalar() in (dtypes.float32, dtypes.float64):
+    if x.dtype.count > 1 and x.op in VECTOR_ALU_OPS and x.dtype.scalar() in VECTOR_ALU_DTYPES:
       return self.code_for_op[x.op](*[ctx.r[s] for s in x.src], dtype=x.dtype)
     return super().render_alu(ctx, x)
 
