@@ -43,6 +43,7 @@ def test_padded_and_gated_loads():
   si = _kernel(Tensor(x).realize().conv2d(Tensor(w).realize(), padding=(1, 0)))
   p, got = _run(si, [Opt(OptOps.UPCAST, 3, 8)])
   assert "float8 acc" in p.src and "?" in p.src, p.src
+  assert "(float8*)(data1" in p.src, "the row-gated input lanes are one gated vector load"
   np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4)
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16, 32])

@@ -23,6 +23,11 @@ def _offset(x:UOp, base:UOp) -> int|None:
   from tinygrad.uop.symbolic import sym
   return d.arg if (d := graph_rewrite(x - base, sym)).op is Ops.CONST else None
 
+def _gate(index:UOp) -> UOp|None:
+  # an INDEX's gate, simplified: lanes whose gates differ only in conditions the loop bounds make true share one
+  from tinygrad.uop.symbolic import sym
+  return graph_rewrite(index.src[2], sym) if len(index.src) > 2 else None
+
 def _step(idx:UOp, axis:tuple[int, int], placeholders:list[UOp]) -> int|None:
   # how far the index moves from lane 0 to lane 1 of the axis (other register axes at lane 0), if that is a constant
   def at(v:int) -> UOp: return idx.substitute({p: UOp.const(p.dtype, v if p.arg == axis else 0) for p in placeholders})
@@ -79,7 +84,8 @@ def expand(sink:UOp, vector_width:int=0) -> UOp:
     # the vector's first INDEX when its lanes address consecutive elements under one gate (one vector load or store), else None
     assert vaxis is not None
     ix = [get(index, {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
-    return ix[0] if all(x.src[2:] == ix[0].src[2:] and _offset(x.src[1], ix[0].src[1]) == i for i, x in enumerate(ix)) else None
+    gate = _gate(ix[0])
+    return ix[0] if all(_offset(x.src[1], ix[0].src[1]) == i and _gate(x) is gate for i, x in enumerate(ix)) else None
   def vectorize(u:UOp, assign:dict[int, int]) -> UOp|None:
     """the vector node of u for these other lanes, or None where u stays per-lane scalars"""
     assert vaxis is not None
