@@ -140,3 +140,49 @@ def test_debug_prints_kernels_and_source(capsys):
   out = capsys.readouterr().out
   assert "void r_" in out and "data0" in out       # DEBUG>=4: the generated C
   assert "GFLOPS" in out and "GB/s" in out and "tm" in out   # DEBUG>=2: one line per kernel with time and rates
+
+# ***** the plan cache: the same computation on other buffers reuses the schedule, never its buffers *****
+
+def _new_plans(fxn) -> int:
+  from tinygrad.engine import schedule
+  before = len(schedule._plans)
+  fxn()
+  return len(schedule._plans) - before
+
+def test_plan_cache_other_inputs_and_fresh_outputs(device):
+  rng = np.random.default_rng(0)
+  a1, a2, b = [rng.standard_normal((8, 16), dtype=np.float32) for _ in range(3)]
+  tb = Tensor(b, device=device).realize()
+  t1 = Tensor(a1, device=device).realize()
+  y1 = (t1 @ tb.T).relu().sum(1).realize()
+  t2 = Tensor(a2, device=device).realize()
+  # same graph on another input buffer: no new plan, right values, and y1 keeps its own buffer
+  assert _new_plans(lambda: (t2 @ tb.T).relu().sum(1).realize()) == 0
+  y2 = (t2 @ tb.T).relu().sum(1).realize()
+  assert y1.uop.base.buffer is not y2.uop.base.buffer
+  np.testing.assert_allclose(y1.numpy(), np.maximum(a1 @ b.T, 0).sum(1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(y2.numpy(), np.maximum(a2 @ b.T, 0).sum(1), rtol=1e-5, atol=1e-5)
+  # one buffer used twice is a different graph from two buffers
+  np.testing.assert_allclose((t1 + t1).numpy(), a1 + a1)
+  np.testing.assert_allclose((t1 + t2).numpy(), a1 + a2)
+
+def test_plan_cache_assign_steps(device):
+  # a training-style update: every step is the same plan writing into the same buffer
+  w = Tensor(np.ones(16, dtype=np.float32), device=device).realize()
+  g = Tensor(np.arange(16, dtype=np.float32), device=device).realize()
+  for _ in range(4): w.assign(w - g * 0.5).realize()
+  np.testing.assert_allclose(w.numpy(), 1 - 2 * np.arange(16, dtype=np.float32))
+
+def test_plan_cache_keeps_no_buffers(device):
+  import gc, weakref
+  x = Tensor(np.ones(1024, dtype=np.float32), device=device).realize()
+  y = (x * 3 + 1).realize()
+  ref = weakref.ref(y.uop.base.buffer)
+  del y
+  gc.collect()
+  assert ref() is None, "a cached plan must not keep an output buffer alive"
+
+def test_plan_cache_off_matches(device):
+  x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4), device=device).realize()
+  with Context(SCHEDULE_CACHE=0): off = (x.exp() / x.exp().sum(1, keepdim=True)).numpy()
+  np.testing.assert_allclose((x.exp() / x.exp().sum(1, keepdim=True)).numpy(), off, rtol=1e-6)

@@ -143,7 +143,7 @@ SPLIT_REDUCEOPS, USE_TC, TC_OPT = ContextVar("SPLIT_REDUCEOPS", 1), ContextVar("
 TC_SELECT = ContextVar("TC_SELECT", -1)
 PICKLE_BUFFERS = ContextVar("PICKLE_BUFFERS", 1)
 CPU_THREADS, TRACEMETA = ContextVar("CPU_THREADS", 0), ContextVar("TRACEMETA", 1)
-LRU = ContextVar("LRU", 1)
+LRU, SCHEDULE_CACHE = ContextVar("LRU", 1), ContextVar("SCHEDULE_CACHE", 1)
 # CPU matmuls with at least this many multiply-adds copy their operands into tile-major layouts first (Tensor.dot)
 PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 32)
 # CPU convolutions with at least this many multiply-adds get a weight copy with the output channels innermost (Tensor._conv)
