@@ -96,7 +96,10 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def _cached(self, key:str, fxn:Callable[[UOp], Any]) -> Any:
     # per-node memo filled bottom-up in topological order, never recursing
     if key in self.__dict__: return self.__dict__[key]
-    for u in self.toposort(gate=lambda u: key not in u.__dict__): u.__dict__[key] = fxn(u)
+    # the usual case, a new node over known ones, needs no walk
+    if all(key in s.__dict__ for s in self.src): self.__dict__[key] = fxn(self)
+    else:
+      for u in self.toposort(gate=lambda u: key not in u.__dict__): u.__dict__[key] = fxn(u)
     return self.__dict__[key]
   @property
   def sparents(self) -> dict[UOp, None]: return self.toposort()
