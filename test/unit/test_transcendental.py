@@ -113,6 +113,18 @@ class TestExp2(unittest.TestCase):
       print(f"exp2 {dt}: max {err:.3f} ulp")
       self.assertLessEqual(err, MAX_ULP[dt])
 
+  def test_exp2_of_whole_numbers(self):
+    # a whole exponent (here an int cast) needs no polynomial: 2**k is exact, through the denormals to 0 and up to inf
+    for dt, (lo, hi) in ((dtypes.float32, (-160, 140)), (dtypes.float64, (-1090, 1035))):
+      k = UOp.variable("k", lo, hi, dtypes.int32)
+      out = xexp2(k.cast(dt))
+      assert not any(u.op is Ops.CONST and u.arg == truncate[dt](math.log(2)) for u in out.toposort()), "took the polynomial path"
+      ev = Evaluator(out, k)
+      ks = np.arange(lo, hi + 1)
+      got = np.array([ev(int(v)) for v in ks], dtype=np.float64)
+      with np.errstate(over="ignore"): want = np.ldexp(np.ones(len(ks), NP[dt]), ks).astype(np.float64)
+      np.testing.assert_array_equal(got, want)
+
 class TestLog2(unittest.TestCase):
   def test_log2(self):
     rng = _rng(2)

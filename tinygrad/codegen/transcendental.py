@@ -159,17 +159,28 @@ def two_prod(a:UOp, b:UOp|float) -> tuple[UOp, UOp]:
 
 # ***** exp2 *****
 
+def _whole(d:UOp) -> bool:
+  """d is a whole number wherever it is finite: a TRUNC, a whole constant, an int cast, or a select between such"""
+  stack = [d]
+  while stack:
+    x = stack.pop()
+    if x.op is Ops.WHERE: stack += x.src[1:]
+    elif not (x.op is Ops.TRUNC or (x.op is Ops.CAST and dtypes.is_int(x.src[0].dtype)) or
+              (x.op is Ops.CONST and (not math.isfinite(x.arg) or float(x.arg).is_integer()))): return False
+  return True
+
 def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   # 2**(hi+lo) for float32/float64, lo a tiny correction; over/underflow and nan are decided on hi
   dt = hi.dtype.scalar()
   upper, lower = (1024.0, -1075.0) if _is64(dt) else (128.0, -150.0)
   x = hi.ne(hi).where(0.0, (hi < lower).where(lower, (hi < upper).where(hi, upper)))   # clamped so the exponent maths can't overflow
-  q = rintk(x)
-  s = x - q.cast(x.dtype)   # exact, |s| <= 1/2
-  if lo is not None: s = s + lo
-  # 2**s = e**(s*ln2): Taylor terms until they drop below an ulp/16 on |s| <= 1/2
-  u = _poly(s, _taylor(dt, 0, 15 if _is64(dt) else 9, scale=_frac(_ln2_fixed())))
-  u = ldexp2k(u, q)
+  if lo is None and _whole(hi): u = ldexp2k(_fc(x, 1.0), x.cast(int_type(x.dtype)))   # a whole power: only the exponent bits
+  else:
+    q = rintk(x)
+    s = x - q.cast(x.dtype)   # exact, |s| <= 1/2
+    if lo is not None: s = s + lo
+    # 2**s = e**(s*ln2): Taylor terms until they drop below an ulp/16 on |s| <= 1/2
+    u = ldexp2k(_poly(s, _taylor(dt, 0, 15 if _is64(dt) else 9, scale=_frac(_ln2_fixed()))), q)
   u = (hi < upper).where(u, math.inf)
   u = (hi < lower).where(0.0, u)
   return hi.ne(hi).where(math.nan, u)
