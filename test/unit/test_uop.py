@@ -1,4 +1,4 @@
-import gc, math, pickle, time, unittest, weakref
+import gc, math, pickle, unittest, weakref
 from tinygrad.dtype import dtypes
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, graph_rewrite_map, sym_infer, exec_alu, resolve, smax, smin, ssimplify
@@ -209,9 +209,7 @@ class TestGraphRewrite(unittest.TestCase):
     u = x
     for _ in range(100_000): u = UOp(Ops.ADD, dtypes.int32, (u, one))
     pm = PatternMatcher([(UPat(Ops.CONST, arg=1), lambda: c(2))])
-    st = time.perf_counter()
     out = graph_rewrite(u, pm)
-    self.assertLess(time.perf_counter() - st, 10)
     n, w = 0, out
     while w.op is Ops.ADD:
       self.assertIs(w.src[1], c(2))
@@ -219,9 +217,7 @@ class TestGraphRewrite(unittest.TestCase):
     self.assertEqual(n, 100_000)
     self.assertIs(w, x)
     self.assertEqual(sym_infer(out, {x: 3}), 3 + 200_000)
-    st = time.perf_counter()
     self.assertIs(graph_rewrite(u, pm, bottom_up=True), out)
-    self.assertLess(time.perf_counter() - st, 10)
 
 class TestSubstitute(unittest.TestCase):
   def test_substitute(self):
