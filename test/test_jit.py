@@ -286,3 +286,31 @@ def test_bound_variable_argument():
   def f(a:Tensor, k) -> Tensor: return a.shrink(((0, k),)).sum()
   data = np.arange(8, dtype=np.float32)
   for n in (2, 4, 8, 1, 5): np.testing.assert_equal(f(Tensor(data), v.bind(n)).numpy(), data[:n].sum())
+
+def test_default_device_graph_batches():
+  # the CPU device offers the base GraphRunner: a replay of several kernels is one batched launch
+  if Device[Device.DEFAULT].graph is None: pytest.skip(f"{Device.DEFAULT} has no graph")
+  @TinyJit
+  def f(a:Tensor) -> Tensor: return ((a + 1).contiguous() * 2).contiguous() - 3
+  for i in range(4): np.testing.assert_equal(f(Tensor([float(i)])).numpy(), [2.0 * (i + 1) - 3])
+  assert [type(ei.prg) for ei in f.jit_cache] == [Device[Device.DEFAULT].graph]
+  with Context(JIT=2):   # JIT=2 captures without graphs
+    g = TinyJit(f.fxn)
+    for i in range(3): np.testing.assert_equal(g(Tensor([float(i)])).numpy(), [2.0 * (i + 1) - 3])
+  assert len(g.jit_cache) == 3 and not any(isinstance(ei.prg, GraphRunner) for ei in g.jit_cache)
+
+def test_prune_drops_kernels_independent_of_inputs():
+  w = Tensor([1.0, 2.0, 3.0]).realize()
+  def body(a:Tensor) -> Tensor: return a * (w * 2 + 1).contiguous()
+  full, pruned = TinyJit(body), TinyJit(body, prune=True)
+  with Context(JIT=2):   # no graph, so jit_cache lists every kernel
+    for i in range(4):
+      for f in (full, pruned): np.testing.assert_equal(f(Tensor([float(i)] * 3)).numpy(), [3.0 * i, 5.0 * i, 7.0 * i])
+  assert (len(full.jit_cache), len(pruned.jit_cache)) == (2, 1)
+
+def test_nested_jit_is_captured_by_the_outer():
+  inner = TinyJit(lambda a: (a * 3).contiguous())
+  @TinyJit
+  def outer(a:Tensor) -> Tensor: return inner(a) + 1
+  for _ in range(3): inner(Tensor([0.0]))   # the inner jit is already replaying when the outer captures
+  for i in range(4): np.testing.assert_equal(outer(Tensor([float(i)])).numpy(), [3.0 * i + 1])

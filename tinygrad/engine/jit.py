@@ -5,6 +5,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, buffers
 from tinygrad.device import Buffer, Device
 from tinygrad.dtype import DType
+from tinygrad.shape.shapetracker import ShapeTracker
 from tinygrad.helpers import DEBUG, JIT, JITBEAM, Context, colored
 from tinygrad.renderer import Estimates
 from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, capturing
@@ -29,6 +30,7 @@ class GraphRunner(Runner):
     self.input_replace = {(j, i): index[id(b)] for j, ei in enumerate(jit_cache) for i, b in enumerate(ei.bufs) if id(b) in index}
     self.symbolic = [j for j, ei in enumerate(jit_cache) if self._prg(ei).p.vars]
     self.launches = [self._launch(ei, var_vals) for ei in jit_cache]
+    self.programs = [self._prg(ei)._prg for ei in jit_cache]
     super().__init__(colored(f"<batched {len(jit_cache)}>", "cyan"), jit_cache[0].prg.device,
                      sum((ei.prg.estimates for ei in jit_cache), Estimates()))
   @staticmethod
@@ -44,8 +46,8 @@ class GraphRunner(Runner):
     for (j, i), k in self.input_replace.items(): self.launches[j][0][i] = rawbufs[k]._buf
     for j in self.symbolic: self.launches[j][1:] = self._launch(self.jit_cache[j], var_vals)[1:]
     st = time.perf_counter()
-    for ei, (bufs, global_size, local_size, vals) in zip(self.jit_cache, self.launches):
-      self._prg(ei)._prg(*bufs, global_size=global_size, local_size=local_size, vals=vals)
+    for prg, (bufs, global_size, local_size, vals) in zip(self.programs, self.launches):
+      prg(*bufs, global_size=global_size, local_size=local_size, vals=vals)
     if not wait: return None
     Device[self.device].synchronize()
     return time.perf_counter() - st
@@ -58,6 +60,9 @@ def _flatten(name:str, x:Any, out:list[tuple[str, Any]]) -> list[tuple[str, Any]
     for k, y in x.items(): _flatten(f"{name}[{k!r}]", y, out)
   else: out.append((name, x))
   return out
+
+@functools.lru_cache(maxsize=4096)
+def _unbind(st:ShapeTracker) -> tuple[ShapeTracker, dict[UOp, int]]: return st.unbind()   # the same views come back every call
 
 def _describe(entry:tuple|None) -> str:
   if entry is None: return "nothing"
@@ -83,9 +88,11 @@ class TinyJit(Generic[ReturnType]):
   (.numpy(), .item(), ...) inside the function is refused while capturing, because a replay could not recompute it.
 
   The returned Tensors are the same objects every call, backed by the same buffers: the next call overwrites a result unless it
-  was copied (.numpy(), or `out.clone().realize()`). JIT=0 runs the function eagerly every call; JITBEAM=n searches the
-  captured kernels with BEAM=n. Intermediate buffers of the capture share memory (engine/memory.py, NO_MEMORY_PLANNER=1 turns
-  it off), and runs of kernels of a device with a graph (`Compiled.graph`) replay as one GraphRunner launch."""
+  was copied (.numpy(), or `out.clone().realize()`). JIT=0 runs the function eagerly every call (JIT=2: no graph batching);
+  JITBEAM=n searches the captured kernels with BEAM=n. Intermediate buffers of the capture share memory (engine/memory.py,
+  NO_MEMORY_PLANNER=1 turns it off), and runs of kernels of a device with a graph (`Compiled.graph`) replay as one GraphRunner
+  launch. With prune=True the kernels that don't depend on the inputs run only in the capture. A jit called while another
+  captures runs its function eagerly, so the outer capture holds its kernels."""
   def __init__(self, fxn:Callable[..., ReturnType]|None, prune:bool=False):
     self.fxn, self.prune = fxn, prune
     self.reset()
@@ -117,7 +124,7 @@ class TinyJit(Generic[ReturnType]):
         if not x.uop.is_realized: raise JitError(f"TinyJit: {name} ({x.uop.base.op}) is not backed by a single device buffer")
         if (other := owner.setdefault(id(buf := x.uop.base.realized), name)) != name:
           raise JitError(f"TinyJit: {other} and {name} are the same buffer; pass each buffer once (or a copy)")
-        st, vals = x.uop.st.unbind()
+        st, vals = _unbind(x.uop.st)
         signature.append((name, ("Tensor", st, x.dtype, x.device)))
         bufs.append(buf)
         var_vals.update(vals)
@@ -132,7 +139,8 @@ class TinyJit(Generic[ReturnType]):
   def __call__(self, *args, **kwargs) -> ReturnType:
     from tinygrad.tensor import Tensor
     if self.fxn is None: raise TypeError("TinyJit has no function to call")
-    if not JIT: return self.fxn(*args, **kwargs)
+    # JIT=0 runs eagerly; so does a jit called while another captures, whose capture then holds these kernels too
+    if not JIT or capturing: return self.fxn(*args, **kwargs)
     signature, in_bufs, var_vals = self._prepare(args, kwargs)
     if self.cnt >= 2: return self._replay(signature, in_bufs, var_vals)
     if self.cnt == 0:
@@ -159,14 +167,22 @@ class TinyJit(Generic[ReturnType]):
       if not t.uop.is_realized: raise JitError(f"TinyJit: {name} ({t.uop.base.op}) is not backed by a single device buffer")
       if id(t.uop.base.realized) in index: raise JitError(f"TinyJit: {name} is an input or a view of one; return a copy (.clone())")
       if t.uop.st.vars(): self.symbolic_outputs.append((t, t.uop))
+    if self.prune:   # kernels that don't depend on the inputs ran in the capture, and never again
+      depends, kept, computed = {id(b) for b in in_bufs}, [], []
+      for ei in self.jit_cache:
+        if any(id(b.base) in depends for b in ei.bufs if b is not None):
+          depends.update(id(b.base) for b in ei.bufs if b is not None)
+          kept.append(ei)
+        else: computed.extend(b.base for b in ei.bufs if b is not None)   # what they computed stays, unplanned
+      self.jit_cache = kept
     # variables that come from the inputs change between calls; any other stays as it was bound in the capture
     for ei in self.jit_cache: ei.fixedvars = {k: v for k, v in ei.fixedvars.items() if k not in var_vals}
     # every buffer a live tensor holds (outputs, weights, state) survives the call; the rest are intermediates to share
     gc.collect()
-    keep = {b.base for b in buffers.values()} | {b.base for b in in_bufs}
+    keep = {b.base for b in list(buffers.values())} | {b.base for b in in_bufs} | set(computed if self.prune else [])
     self.jit_cache, *planned = memory_planner(self.jit_cache, keep)
     self.planned_bytes = (planned[0], planned[1])
-    self.jit_cache = self._batch(self.jit_cache, in_bufs, var_vals)
+    if JIT < 2: self.jit_cache = self._batch(self.jit_cache, in_bufs, var_vals)
     for j, ei in enumerate(self.jit_cache):
       for i, b in enumerate(ei.bufs):
         if b is not None and (k := index.get(id(b), index.get(id(b._base)))) is not None:
