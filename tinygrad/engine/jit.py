@@ -167,8 +167,9 @@ class TinyJit(Generic[ReturnType]):
       if not t.uop.is_realized: raise JitError(f"TinyJit: {name} ({t.uop.base.op}) is not backed by a single device buffer")
       if id(t.uop.base.realized) in index: raise JitError(f"TinyJit: {name} is an input or a view of one; return a copy (.clone())")
       if t.uop.st.vars(): self.symbolic_outputs.append((t, t.uop))
+    computed: list[Buffer] = []
     if self.prune:   # kernels that don't depend on the inputs ran in the capture, and never again
-      depends, kept, computed = {id(b) for b in in_bufs}, [], []
+      depends, kept = {id(b) for b in in_bufs}, []
       for ei in self.jit_cache:
         if any(id(b.base) in depends for b in ei.bufs if b is not None):
           depends.update(id(b.base) for b in ei.bufs if b is not None)
@@ -179,7 +180,7 @@ class TinyJit(Generic[ReturnType]):
     for ei in self.jit_cache: ei.fixedvars = {k: v for k, v in ei.fixedvars.items() if k not in var_vals}
     # every buffer a live tensor holds (outputs, weights, state) survives the call; the rest are intermediates to share
     gc.collect()
-    keep = {b.base for b in list(buffers.values())} | {b.base for b in in_bufs} | set(computed if self.prune else [])
+    keep = {b.base for b in list(buffers.values())} | {b.base for b in in_bufs} | set(computed)
     self.jit_cache, *planned = memory_planner(self.jit_cache, keep)
     self.planned_bytes = (planned[0], planned[1])
     if JIT < 2: self.jit_cache = self._batch(self.jit_cache, in_bufs, var_vals)
