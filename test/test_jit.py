@@ -117,6 +117,16 @@ def test_python_values_are_checked():
   np.testing.assert_equal(f(Tensor([1.0, 2.0]), 3.0).numpy(), [3.0, 6.0])
   with pytest.raises(JitError, match="argument 1: captured with float 3.0, called with float 4.0"): f(Tensor([1.0, 2.0]), 4.0)
 
+def test_other_objects_must_be_the_same():
+  class Model:
+    def __init__(self, k:float): self.w = Tensor([k, k]).realize()
+    @TinyJit
+    def __call__(self, x:Tensor) -> Tensor: return x * self.w
+  m1, m2 = Model(2.0), Model(3.0)
+  for i in range(3): np.testing.assert_equal(m1(Tensor([1.0, float(i)])).numpy(), [2.0, 2.0 * i])
+  # a jitted method is shared by the instances: another instance would silently replay m1's weights
+  with pytest.raises(JitError, match="argument 0: captured with the Model object at"): m2(Tensor([1.0, 1.0]))
+
 def test_same_buffer_twice_is_refused():
   @TinyJit
   def f(a:Tensor, b:Tensor) -> Tensor: return a + b
@@ -314,3 +324,31 @@ def test_nested_jit_is_captured_by_the_outer():
   def outer(a:Tensor) -> Tensor: return inner(a) + 1
   for _ in range(3): inner(Tensor([0.0]))   # the inner jit is already replaying when the outer captures
   for i in range(4): np.testing.assert_equal(outer(Tensor([float(i)])).numpy(), [3.0 * i + 1])
+
+def _chain_items(sizes, dtype=dtypes.float32, device="PYTHON"):
+  # item i reads buffer i and writes buffer i+1: buffer 0 is the input, the last one the output
+  from tinygrad.device import Buffer
+  from tinygrad.engine.realize import ExecItem, Runner
+  bufs = [Buffer(device, s, dtype) for s in sizes]
+  return bufs, [ExecItem(Runner("k", device), [bufs[i + 1], bufs[i]]) for i in range(len(sizes) - 1)]
+
+def test_memory_planner_liveness_with_views():
+  bufs, items = _chain_items([16, 8, 32, 4, 16, 16])
+  planned, before, after = memory_planner(items, {bufs[0], bufs[-1]})
+  assert before == (8 + 32 + 4 + 16) * 4
+  # two slots alternate; each is as large as the largest buffer it holds
+  slot = [ei.bufs[0].base for ei in planned[:-1]]
+  assert slot[0] is slot[2] and slot[1] is slot[3] and slot[0] is not slot[1]
+  assert after == slot[0].nbytes + slot[1].nbytes == (8 + 32) * 4   # 8,4 share one slot (grown to 16 floats), 32,16 the other
+  assert all(ei.bufs[1] is planned[i - 1].bufs[0] or i == 0 for i, ei in enumerate(planned))   # reader and writer agree
+  assert planned[0].bufs[1] is bufs[0] and planned[-1].bufs[0] is bufs[-1]   # input and output untouched
+
+def test_memory_planner_exact_sizes_without_views(monkeypatch):
+  monkeypatch.setattr(Device["PYTHON"], "allocator", object())   # an allocator without _offset can't make views
+  bufs, items = _chain_items([16, 8, 32, 8, 32, 8, 16])
+  planned, before, after = memory_planner(items, {bufs[0], bufs[-1]})
+  got = [ei.bufs[0] for ei in planned[:-1]]
+  assert [b.size for b in got] == [8, 32, 8, 32, 8] and all(b._base is None for b in got)
+  # the first 8 is freed after item 1, so item 2's output takes it, and so on: one buffer per size
+  assert got[0] is got[2] and got[2] is got[4] and got[1] is got[3] and got[0] is not got[1]
+  assert after == (8 + 32) * 4 and before == (8 + 32 + 8 + 32 + 8) * 4

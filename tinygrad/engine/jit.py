@@ -70,6 +70,7 @@ def _describe(entry:tuple|None) -> str:
     _, st, dtype, device = entry
     shape = tuple(s if isinstance(s, int) else s.render() for s in st.shape)
     return f"a Tensor of shape {shape}, {dtype}, on {device}" + ("" if st.contiguous else f", viewed as {st}")
+  if entry[0] == "object": return f"the {entry[1].__name__} object at {entry[2]:#x}"
   return f"the bound variable {entry[1].expr}" if entry[0] == "Variable" else f"{entry[1].__name__} {entry[2]!r}"
 
 def _rebind(u:UOp, binds:dict[UOp, UOp]) -> UOp:
@@ -83,8 +84,8 @@ class TinyJit(Generic[ReturnType]):
   The first call runs the function eagerly, the second runs it while capturing its kernels, and every later call only replays
   them with the new input buffers. Inputs are the Tensors among the arguments (also inside tuples, lists and dicts) and bound
   Variables; unrealized input Tensors are realized before the call, as in tinygrad. A replay needs the same inputs as the
-  capture: the same names, shapes (up to the values of bound Variables), dtypes, devices and views, and the same Python values of
-  the other plain arguments (ints, floats, strings); anything else raises JitError saying what changed. Reading tensor data
+  capture: the same names, shapes (up to the values of bound Variables), dtypes, devices and views, the same Python values of the
+  other plain arguments (ints, floats, strings) and the same other objects; anything else raises JitError saying what changed. Reading tensor data
   (.numpy(), .item(), ...) inside the function is refused while capturing, because a replay could not recompute it.
 
   The returned Tensors are the same objects every call, backed by the same buffers: the next call overwrites a result unless it
@@ -131,9 +132,10 @@ class TinyJit(Generic[ReturnType]):
       elif isinstance(x, UOp) and x.op is Ops.BIND:
         var, var_vals[var] = x.unbind()
         signature.append((name, ("Variable", var)))
-      # Python values are baked into the captured kernels, so they must not change; other objects are not checked
+      # Python values are baked into the captured kernels, so they must not change; other objects (a model, `self` of a jitted
+      # method) must be the same object, though what they hold is not checked
       elif x is None or isinstance(x, (bool, int, float, str, bytes)): signature.append((name, ("value", type(x), x)))
-      else: signature.append((name, ("object", type(x), type(x).__name__)))
+      else: signature.append((name, ("object", type(x), id(x))))
     return signature, bufs, var_vals
 
   def __call__(self, *args, **kwargs) -> ReturnType:

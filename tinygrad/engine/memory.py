@@ -55,10 +55,12 @@ def memory_planner(items:list[ExecItem], keep:set[Buffer]) -> tuple[list[ExecIte
   for s in slots:
     dt, sz = s.dtype_size if s.dtype_size is not None else (dtypes.uint8, s.nbytes)
     s.buf = Buffer(s.key[0], sz, dt, options=s.key[1] if isinstance(s.key[1], BufferSpec) else None)
+  replaced: dict[Buffer, Buffer] = {}   # one planned buffer per original, however often it's used
   def planned(b:Buffer) -> Buffer:
     if (s := slot_of.get(b.base)) is None or s.buf is None: return b
     if s.dtype_size is not None and b._base is None: return s.buf
-    return s.buf.view(b.size, b.dtype, b.offset)
+    if b not in replaced: replaced[b] = s.buf.view(b.size, b.dtype, b.offset)
+    return replaced[b]
   after = sum(s.nbytes for s in slots)
   if DEBUG >= 1: print(f"memory planner: {len(first)} intermediate buffers of {before} bytes in {len(slots)} of {after} bytes")
   return [dataclasses.replace(ei, bufs=[planned(b) if b is not None else None for b in ei.bufs]) for ei in items], before, after
