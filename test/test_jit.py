@@ -296,6 +296,7 @@ def test_bound_variable_argument():
   def f(a:Tensor, k) -> Tensor: return a.shrink(((0, k),)).sum()
   data = np.arange(8, dtype=np.float32)
   for n in (2, 4, 8, 1, 5): np.testing.assert_equal(f(Tensor(data), v.bind(n)).numpy(), data[:n].sum())
+  with pytest.raises(JitError, match="variable k is bound to 2 and to 3 in argument 1"): f(Tensor(data).shrink(((0, v.bind(2)),)), v.bind(3))
 
 def test_default_device_graph_batches():
   # the CPU device offers the base GraphRunner: a replay of several kernels is one batched launch

@@ -121,6 +121,7 @@ class TinyJit(Generic[ReturnType]):
     owner: dict[int, str] = {}
     var_vals: dict[UOp, int] = {}
     for name, x in flat:
+      vals: dict[UOp, int] = {}
       if isinstance(x, Tensor):
         if not x.uop.is_realized: raise JitError(f"TinyJit: {name} ({x.uop.base.op}) is not backed by a single device buffer")
         if (other := owner.setdefault(id(buf := x.uop.base.realized), name)) != name:
@@ -128,14 +129,15 @@ class TinyJit(Generic[ReturnType]):
         st, vals = _unbind(x.uop.st)
         signature.append((name, ("Tensor", st, x.dtype, x.device)))
         bufs.append(buf)
-        var_vals.update(vals)
       elif isinstance(x, UOp) and x.op is Ops.BIND:
-        var, var_vals[var] = x.unbind()
+        var, vals[var] = x.unbind()
         signature.append((name, ("Variable", var)))
       # Python values are baked into the captured kernels, so they must not change; other objects (a model, `self` of a jitted
       # method) must be the same object, though what they hold is not checked
       elif x is None or isinstance(x, (bool, int, float, str, bytes)): signature.append((name, ("value", type(x), x)))
       else: signature.append((name, ("object", type(x), id(x))))
+      for var, val in vals.items():
+        if var_vals.setdefault(var, val) != val: raise JitError(f"TinyJit: variable {var.expr} is bound to {var_vals[var]} and to {val} in {name}")
     return signature, bufs, var_vals
 
   def __call__(self, *args, **kwargs) -> ReturnType:
