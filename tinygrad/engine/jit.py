@@ -27,7 +27,8 @@ class GraphRunner(Runner):
     self.jit_cache = jit_cache
     index = {id(b): i for i, b in enumerate(input_rawbuffers)}
     # (item, argument) -> the input buffer that goes there; items whose launch size or arguments depend on the variables
-    self.input_replace = {(j, i): index[id(b)] for j, ei in enumerate(jit_cache) for i, b in enumerate(ei.bufs) if id(b) in index}
+    self.input_replace = {(j, i): index[id(b)] for j, ei in enumerate(jit_cache) for i, b in enumerate([x for x in ei.bufs if x is not None])
+                          if id(b) in index}
     self.symbolic = [j for j, ei in enumerate(jit_cache) if self._prg(ei).p.vars]
     self.launches = [self._launch(ei, var_vals) for ei in jit_cache]
     self.programs = [self._prg(ei)._prg for ei in jit_cache]
@@ -84,9 +85,10 @@ class TinyJit(Generic[ReturnType]):
   The first call runs the function eagerly, the second runs it while capturing its kernels, and every later call only replays
   them with the new input buffers. Inputs are the Tensors among the arguments (also inside tuples, lists and dicts) and bound
   Variables; unrealized input Tensors are realized before the call, as in tinygrad. A replay needs the same inputs as the
-  capture: the same names, shapes (up to the values of bound Variables), dtypes, devices and views, the same Python values of the
-  other plain arguments (ints, floats, strings) and the same other objects; anything else raises JitError saying what changed. Reading tensor data
-  (.numpy(), .item(), ...) inside the function is refused while capturing, because a replay could not recompute it.
+  capture: the same names, shapes (up to the values of bound Variables), dtypes, devices and views, the same Python values of
+  the other plain arguments (ints, floats, strings) and the same other objects; anything else raises JitError saying what
+  changed. Reading tensor data (.numpy(), .item(), ...) inside the function is refused while capturing, because a replay could
+  not recompute it. See docs/jit.md.
 
   The returned Tensors are the same objects every call, backed by the same buffers: the next call overwrites a result unless it
   was copied (.numpy(), or `out.clone().realize()`). JIT=0 runs the function eagerly every call (JIT=2: no graph batching);
