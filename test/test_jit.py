@@ -353,3 +353,13 @@ def test_memory_planner_exact_sizes_without_views(monkeypatch):
   # the first 8 is freed after item 1, so item 2's output takes it, and so on: one buffer per size
   assert got[0] is got[2] and got[2] is got[4] and got[1] is got[3] and got[0] is not got[1]
   assert after == (8 + 32) * 4 and before == (8 + 32 + 8 + 32 + 8) * 4
+
+def test_structured_outputs():
+  @TinyJit
+  def f(a:Tensor) -> dict:
+    return {"double": a * 2, "pair": (a + 1, "label", 3), "none": None}
+  for i in range(4):
+    out = f(Tensor([float(i), 1.0]))
+    np.testing.assert_equal(out["double"].numpy(), [2.0 * i, 2.0])
+    np.testing.assert_equal(out["pair"][0].numpy(), [i + 1.0, 2.0])
+    assert out["pair"][1:] == ("label", 3) and out["none"] is None
