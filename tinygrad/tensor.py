@@ -276,6 +276,10 @@ class Tensor(MathTrait):
   def _host_bytes(self) -> memoryview:
     """The elements in row-major order, read back from a realized contiguous buffer (realizing one first if needed)."""
     if self.numel() == 0: return memoryview(b"")
+    from tinygrad.engine.realize import capturing
+    if capturing:  # a value read while TinyJit captures would be stale in every replay
+      from tinygrad.engine.jit import JitError
+      raise JitError("TinyJit: tensor data (.numpy(), .item(), .tolist()) read inside a jitted function; return the Tensor and read it outside")
     t = self
     if not (t.uop.is_realized and t._is_plain_buffer()): t = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()
     if not t._is_plain_buffer(): raise RuntimeError(f"realize left {t.uop.op} over {t.uop.base.op}, expected a BUFFER with only RESHAPEs on top")

@@ -92,4 +92,5 @@ class CPUProgram:
 class CPUDevice(Compiled):
   def __init__(self, device:str):
     from tinygrad.renderer.cstyle import ClangRenderer
-    super().__init__(device, MallocAllocator, ClangRenderer(), CPUCompiler(), CPUProgram)
+    from tinygrad.engine.jit import GraphRunner   # TinyJit replays runs of kernels as one batch: no per-kernel bookkeeping
+    super().__init__(device, MallocAllocator, ClangRenderer(), CPUCompiler(), CPUProgram, GraphRunner)
