@@ -180,3 +180,19 @@ def test_device_listing():
   assert lines["CPU"] == "PASS" and lines["PYTHON"] == "PASS" and lines["NULL"] == "PASS" and lines["DISK"] == "PASS"
   assert set(lines) == set(Device._devices)
   assert all(v == "PASS" or v.startswith("FAIL ") for v in lines.values())
+
+# ***** NPY *****
+
+def test_npy_zero_copy_input():
+  x = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
+  t = Tensor(x, device="NPY")
+  mv = t.uop.base.realized.as_buffer(allow_zero_copy=True)
+  assert np.shares_memory(x, np.frombuffer(mv, np.float32)), "NPY reads the array's own memory"
+  before = GlobalCounters.mem_used
+  np.testing.assert_equal((t.to("CPU") * 2).numpy(), x * 2)
+  np.testing.assert_equal(t.to("PYTHON").sum(1).numpy(), x.sum(1))
+  assert GlobalCounters.mem_used == before
+  # what can't be used in place (a strided view, a dtype cast) is copied in
+  np.testing.assert_equal(Tensor(x[:, ::2], device="NPY").to("CPU").numpy(), x[:, ::2])
+  np.testing.assert_equal(Tensor(x, dtype=dtypes.float64, device="NPY").to("CPU").numpy(), x.astype(np.float64))
+  assert Device["NPY"].renderer is None and is_dtype_supported(dtypes.float64, "NPY")
