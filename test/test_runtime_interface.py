@@ -114,6 +114,11 @@ def test_dtypes_declared_by_renderer(monkeypatch):
   assert is_dtype_supported(dtypes.float32, dev) and not is_dtype_supported(dtypes.float64, dev)
   assert not is_dtype_supported(dtypes.float64.vec(4), dev)
   assert is_dtype_supported(dtypes.float64, "PYTHON") and is_dtype_supported(dtypes.bfloat16, "CPU")
+  # a kernel in a dtype the device doesn't compute is refused by name, before rendering
+  x = np.arange(6, dtype=np.float32)
+  np.testing.assert_equal((Tensor(x, device=dev) * 2).numpy(), x * 2)
+  with pytest.raises(RuntimeError, match=r"device PYTHON can.t compute dtypes.double; it supports dtypes.bool, dtypes.float, dtypes.int"):
+    (Tensor(x.astype(np.float64), device=dev) * 2).realize()
 
 def test_storage_device_holds_every_dtype(tmp_path):
   dev = f"DISK:{tmp_path / 'f'}"

@@ -103,7 +103,7 @@ def _from_numpy(data:Any, dtype:DType|None, device:str) -> UOp:
   if dtype.fmt is None: return _buffer_uop(_pack(arr.reshape(-1).tolist(), dtype), arr.shape, dtype, device)
   if getattr(Device[device].allocator, "wraps_host_memory", False) and arr.ndim and arr.flags.c_contiguous and arr.dtype == _to_np_dtype(dtype):
     # a device over host memory (NPY) uses the array's memory in place; the memoryview keeps the array alive
-    (buf := UOp.new_buffer(device, arr.size, dtype)).buffer.allocate(opaque=memoryview(arr).cast("B"))
+    (buf := UOp.new_buffer(device, arr.size, dtype)).buffer.allocate(opaque=memoryview(cast(Any, arr)).cast("B"))
     return buf.reshape(arr.shape)
   # tobytes is row-major whatever the strides (ascontiguousarray would turn a 0-d array into 1-d)
   return _buffer_uop(arr.astype(_to_np_dtype(dtype), copy=False).tobytes(), arr.shape, dtype, device)

@@ -4,6 +4,7 @@ import itertools
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, sint, ThreadKind
 from tinygrad.helpers import TRANSCENDENTAL, to_function_name
+from tinygrad.dtype import dtypes
 from tinygrad.renderer import Renderer, ProgramSpec, Estimates
 from tinygrad.codegen.lowerer import lower, lower_group_reduces
 from tinygrad.codegen.expander import expand, pm_wmma_acc
@@ -45,6 +46,11 @@ def to_program(opt_ast:UOp, renderer:Renderer, applied_opts:tuple=(), ast:UOp|No
   """Lower and render an optimized kernel AST, made from ast (tinygrad.codegen.program.get_program optimizes first)."""
   uops = full_rewrite(opt_ast, renderer)
   name = to_function_name(opt_ast.arg.name) if opt_ast.arg is not None else "kernel"
+  # a dtype the device doesn't compute is refused by name here, not by the device's compiler later
+  if renderer.dtypes_supported is not None and (bad := {d for u in uops if (d := u.dtype.base.scalar()) != dtypes.void
+                                                        and not renderer.supports_dtype(d)}):
+    raise RuntimeError(f"kernel {name}: device {renderer.device} can't compute {', '.join(sorted(map(str, bad)))}; it supports "
+                       f"{', '.join(sorted(map(str, renderer.dtypes_supported)))}")
   src = renderer.render(name, uops)
   # launch sizes come from the thread ids the lowerer made: a host thread index is launched like workgroup dim 0
   global_size: list[sint] = [1, 1, 1]

@@ -75,7 +75,7 @@ def get_index(ast:UOp, opts:Renderer) -> LowererContext:
   # on devices with threads the last (up to three) global axes are workgroup ids, gidx0 the innermost; the rest stay loops
   # an axis over the device's global_max for its dim stays a loop in every thread: the launch fits, and the kernel does the same work
   gmax = opts.global_max or ()
-  def fits(a:int, d:int) -> bool: return d >= len(gmax) or (full_shape[a] if isinstance(full_shape[a], int) else full_shape[a].vmax) <= gmax[d]
+  def fits(a:int, d:int) -> bool: return d >= len(gmax) or (s if isinstance(s := full_shape[a], int) else s.vmax) <= gmax[d]
   special = {a: (ThreadKind.GLOBAL, d) for j, a in enumerate(global_axes)
              if opts.has_local and j >= len(global_axes)-3 and fits(a, d := len(global_axes)-1-j)}
   special.update({a: (ThreadKind.LOCAL, len(local_axes)-1-j) for j, a in enumerate(local_axes) if j >= len(local_axes)-3})
