@@ -267,6 +267,7 @@ class Compiled:
   """A device: where its buffers live (allocator), how kernels are printed (renderer, which also declares what the device can do), compiled
   (compiler) and launched (program), and optionally a graph runner class that batches launches (graph, used by TinyJit).
   A storage-only device (DISK) has no renderer and no program."""
+  computes: bool = True   # False where kernels are made but run nowhere (NULL): results are not real
   def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, program:ProgramFactory|None, graph:Any=None):
     self.device, self.allocator, self.compiler, self.program, self.graph = device, allocator, compiler or Compiler(), program, graph
     self.renderer = renderer
@@ -297,7 +298,7 @@ if __name__ == "__main__":
       buf = TheBuffer(dev.device, 4, dtypes.uint8).allocate().copyin(memoryview(bytearray(b"tiny")))
       return "" if bytes(buf.as_buffer()) == b"tiny" else "a buffer doesn't read back what was written"
     out = (Tensor([1.0, 2.0, 3.0], device=dev.device) * 2 + 1).tolist()
-    return "" if out == [3.0, 5.0, 7.0] or not getattr(dev, "computes", True) else f"computed {out} instead of [3.0, 5.0, 7.0]"
+    return "" if out == [3.0, 5.0, 7.0] or not dev.computes else f"computed {out} instead of [3.0, 5.0, 7.0]"
   for d in TheDevice._devices:
     try: err = selftest(d)
     except Exception as e: err = f"{type(e).__name__}: {e}".splitlines()[0]
