@@ -1,5 +1,5 @@
 # BEAM search: every legal opt keeps a kernel's result, the search finds fast kernels, caches them, survives broken candidates
-import functools, os, pathlib, subprocess, sys, time
+import ctypes, functools, os, pathlib, subprocess, sys, time
 from dataclasses import replace
 import numpy as np
 import pytest
@@ -15,6 +15,7 @@ from tinygrad.engine import realize
 from tinygrad.engine.realize import get_program, CompiledRunner
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.opt import search
+from tinygrad.codegen import program
 from tinygrad.opt.search import beam_search, get_kernel_actions
 
 @pytest.fixture(autouse=True)
@@ -301,14 +302,17 @@ def test_beam_broken_candidates_are_skipped_and_counted(small_search, monkeypatc
     # every kernel with 16 accumulator lanes or more (scalars or one vector)
     if "acc15 " in src or "float16 acc" in src: raise CompileError("injected failure")
     return real_compile(src)
-  class FlakyRunner(CompiledRunner):
-    def __call__(self, rawbufs, var_vals, wait=False):
-      if any(o.op is OptOps.THREAD for o in self.p.applied_opts): raise RuntimeError("injected crash")
-      ret = super().__call__(rawbufs, var_vals, wait)
-      if any(o.op is OptOps.UNROLL for o in self.p.applied_opts): rawbufs[0].copyin(memoryview(bytes(rawbufs[0].nbytes)))   # wrong answers
+  real_program = search._program
+  def flaky_program(p, lib, device):
+    prg = real_program(p, lib, device)
+    def call(*bufs, **kw):
+      if any(o.op is OptOps.THREAD for o in p.applied_opts): raise RuntimeError("injected crash")
+      ret = prg(*bufs, **kw)
+      if any(o.op is OptOps.UNROLL for o in p.applied_opts): ctypes.memset(bufs[0], 0, ctypes.sizeof(bufs[0]))   # wrong answers
       return ret
+    return call
   monkeypatch.setattr(comp, "compile", flaky_compile)
-  monkeypatch.setattr(search, "CompiledRunner", FlakyRunner)
+  monkeypatch.setattr(search, "_program", flaky_program)
   with Context(IGNORE_BEAM_CACHE=1, BEAM_CHECK=1, PARALLEL=0):
     k = beam_search(Kernel(si.ast, Device["CPU"].renderer), bufs, 3)
   stats = search.last_stats
@@ -344,19 +348,19 @@ def test_beam_env_end_to_end(small_search, monkeypatch):
   _device("CPU")
   calls = []
   real = search.beam_search
-  monkeypatch.setattr(search, "beam_search", lambda *a, **kw: calls.append(a[2]) or real(*a, **kw))
+  monkeypatch.setattr(program, "beam_search", lambda *a, **kw: calls.append(a[2]) or real(*a, **kw))
   rng = np.random.default_rng(5)
   a, b = rng.standard_normal((16, 24)).astype(np.float32), rng.standard_normal((24, 8)).astype(np.float32)
   with Context(BEAM=2):
     got = (Tensor(a) @ Tensor(b)).numpy()
   np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
   assert calls == [2]
-  assert any(key[2] == 2 for key in realize.method_cache)
+  assert any(key[3][0] == 2 for key in realize.method_cache)   # the flags in the key, BEAM first
 
 def test_jitbeam_searches_the_captured_kernels(monkeypatch):
   _device("CPU")
   calls = []
-  monkeypatch.setattr(search, "beam_search", lambda k, rawbufs, amt, **kw: calls.append(amt) or k)
+  monkeypatch.setattr(program, "beam_search", lambda k, rawbufs, amt, **kw: calls.append(amt) or k)
   @TinyJit
   def f(x:Tensor, y:Tensor) -> Tensor: return (x * y + 7).sum(1)
   rng = np.random.default_rng(6)

@@ -1,8 +1,8 @@
 from __future__ import annotations
-import ctypes, functools, importlib, os, pathlib
+import ctypes, ctypes.util, functools, importlib, os, pathlib
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, Sequence, TypeVar
 from tinygrad.helpers import DEBUG, LRU, GlobalCounters, diskcache_get, diskcache_put, flat_mv
 from tinygrad.dtype import DType, ImageDType, dtypes
 
@@ -113,14 +113,14 @@ class Buffer:
       self._base.allocated_views += 1
     else:
       self._buf = opaque if opaque is not None else self.allocator.alloc(self.nbytes, self.options)
-      if not self.device.startswith("DISK"): GlobalCounters.mem_used += self.nbytes
+      if self.allocator.device_memory: GlobalCounters.mem_used += self.nbytes
     return self
   def deallocate(self) -> None:
     if not self.is_allocated(): raise RuntimeError(f"{self} is not allocated")
     self._release()
   def _release(self) -> None:
     if self._base is None:
-      if not self.device.startswith("DISK"): GlobalCounters.mem_used -= self.nbytes
+      if self.allocator.device_memory: GlobalCounters.mem_used -= self.nbytes
       # memory the buffer doesn't own must never land in the LRU cache
       if self.options is None or self.options.external_ptr is None: self.allocator.free(self._buf, self.nbytes, self.options)
     else: self._base.allocated_views -= 1
@@ -171,7 +171,13 @@ class Buffer:
 
 T = TypeVar("T")
 class Allocator(Generic[T]):
-  # optional hooks a subclass may add: _as_buffer(src) -> memoryview, _offset(buf, size, offset) -> T, _transfer(dest, src, sz, ...)
+  """A device's memory. Subclasses implement _alloc/_free/_copyin/_copyout and may add _as_buffer(src) -> memoryview (host-visible memory,
+  zero copy), _offset(buf, size, offset) -> T (sub-buffers) and _transfer(dest, src, nbytes, src_dev, dest_dev) (device-to-device copies,
+  used by BufferCopy when can_transfer says the pair allows it)."""
+  device_memory: bool = True   # its buffers count in GlobalCounters.mem_used (a mapped file or memory numpy owns does not)
+  def can_transfer(self, src:Allocator) -> bool:
+    """Whether _transfer may copy from a buffer of src into one of this allocator: by default, between allocators of one class."""
+    return hasattr(self, "_transfer") and type(src) is type(self)
   def alloc(self, size:int, options:BufferSpec|None=None) -> T:
     if not isinstance(size, int) or size < 0: raise ValueError(f"allocation size must be a non-negative int (bytes), got {size!r}")
     return self._alloc(size, options if options is not None else BufferSpec())
@@ -212,11 +218,25 @@ class _MallocAllocator(LRUAllocator[ctypes.Array]):
   def _copyin(self, dest:ctypes.Array, src:memoryview) -> None: memoryview(dest).cast("B")[:] = src  # a memcpy, and src may be read-only
   def _copyout(self, dest:memoryview, src:ctypes.Array) -> None: dest[:] = memoryview(src).cast("B")
   def _offset(self, buf:ctypes.Array, size:int, offset:int) -> ctypes.Array: return (ctypes.c_uint8 * size).from_buffer(buf, offset)
+  def _transfer(self, dest:ctypes.Array, src:ctypes.Array, nbytes:int, src_dev:Compiled, dest_dev:Compiled) -> None:
+    ctypes.memmove(dest, src, nbytes)   # both are host memory: one memcpy, no staging copy
 MallocAllocator = _MallocAllocator()
 
 # **************** Compiler + Compiled ****************
 
-class CompileError(Exception): pass
+class CompileError(Exception):
+  """A kernel that failed to compile: the compiler's message, then the source with line numbers."""
+  def __init__(self, msg:str, src:str|None=None):
+    super().__init__(msg if src is None else f"{msg}\nsource:\n" + "\n".join(f"{i:4d} {line}" for i, line in enumerate(src.splitlines(), 1)))
+
+class DeviceUnavailable(RuntimeError): pass
+
+def load_library(device:str, names:Sequence[str], install:str) -> ctypes.CDLL:
+  """The first of names (e.g. "OpenCL" or "libOpenCL.so.1") that loads, else an error saying what to install."""
+  for n in names:
+    try: return ctypes.CDLL(ctypes.util.find_library(n) or n)
+    except OSError: continue
+  raise DeviceUnavailable(f"{device} needs the {names[0]} library, which isn't installed here; install it with: {install}")
 
 class Compiler:
   def __init__(self, cachekey:str|None=None):
@@ -233,26 +253,54 @@ class Compiler:
     return lib
   def disassemble(self, lib:bytes) -> None: pass
 
+class Program(Protocol):
+  """A compiled kernel, made by Compiled.program(name, lib). Called with the allocator's buffers, the launch size (workgroups per dim,
+  threads per workgroup; None: one) and the values of the kernel's variables in order. With wait=True it returns once the kernel has
+  finished, with its run time in seconds."""
+  def __call__(self, *bufs:Any, global_size:tuple[int, ...]|None=(1, 1, 1), local_size:tuple[int, ...]|None=None, vals:tuple[int, ...]=(),
+               wait:bool=False) -> float|None: ...
+
+class ProgramFactory(Protocol):
+  def __call__(self, name:str, lib:bytes) -> Program: ...
+
 class Compiled:
-  def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, runtime:Any, graph:Any=None):
-    self.device, self.allocator, self.compiler, self.runtime, self.graph = device, allocator, compiler or Compiler(), runtime, graph
+  """A device: where its buffers live (allocator), how kernels are printed (renderer, which also declares what the device can do), compiled
+  (compiler) and launched (program), and optionally a graph runner class that batches launches (graph, used by TinyJit; True picks the
+  engine's generic GraphRunner, a batch of plain host calls, so a runtime never imports the engine).
+  A storage-only device (DISK) has no renderer and no program."""
+  computes: bool = True   # False where kernels are made but run nowhere (NULL): results are not real
+  def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, program:ProgramFactory|None, graph:Any=None):
+    self.device, self.allocator, self.compiler, self.program, self.graph = device, allocator, compiler or Compiler(), program, graph
     self.renderer = renderer
+  @property
+  def runtime(self) -> ProgramFactory|None: return self.program   # the old name
+  def supports_dtype(self, dtype:DType) -> bool:
+    """Whether the device holds and computes dtype: its renderer says; a storage-only device holds every dtype as bytes."""
+    return self.renderer is None or self.renderer.supports_dtype(dtype)
   def synchronize(self) -> None:
     """Waits until all work queued on the device has finished. Synchronous devices have nothing to wait for."""
 
 # **************** dtype support ****************
 
 def is_dtype_supported(dtype:DType, device:str|None=None) -> bool:
-  dev = Device.canonicalize(device).split(":")[0]
-  if dtype.count > 1: dtype = dtype.scalar()
-  if dev in {"PYTHON", "DISK", "NPY"}: return True
-  fp8 = dtype.name.startswith("fp8") or "float8" in dtype.name
-  if dev == "CPU": return True   # the C renderer stores half, bfloat16 and fp8 as ints and computes in float
-  if dev == "LLVM": return not fp8
-  if dev in {"CUDA", "NV", "AMD"}: return True
-  if fp8: return False
-  if dev == "METAL": return dtype != dtypes.float64
-  if dev == "GPU": return dtype != dtypes.bfloat16
-  if dev == "WEBGPU": return dtype in {dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
-                                       dtypes.float32}
-  return dtype in {dtypes.float32, dtypes.int32, dtypes.bool}
+  """Whether device (default: Device.DEFAULT) holds and computes dtype, as the device declares it."""
+  return Device[Device.canonicalize(device)].supports_dtype(dtype)
+
+# **************** python -m tinygrad.device: which devices work here ****************
+
+if __name__ == "__main__":
+  # run as a script this file is __main__: the devices Tensor uses live in the imported module
+  from tinygrad.device import Device as TheDevice, Buffer as TheBuffer
+  from tinygrad.tensor import Tensor
+  def selftest(name:str) -> str:
+    mod = importlib.import_module(f"tinygrad.runtime.ops_{name.lower()}")
+    dev = TheDevice[getattr(mod, "selftest_device", lambda: name)()]
+    if dev.renderer is None:
+      buf = TheBuffer(dev.device, 4, dtypes.uint8).allocate().copyin(memoryview(bytearray(b"tiny")))
+      return "" if bytes(buf.as_buffer()) == b"tiny" else "a buffer doesn't read back what was written"
+    out = (Tensor([1.0, 2.0, 3.0], device=dev.device) * 2 + 1).tolist()
+    return "" if out == [3.0, 5.0, 7.0] or not dev.computes else f"computed {out} instead of [3.0, 5.0, 7.0]"
+  for d in TheDevice._devices:
+    try: err = selftest(d)
+    except Exception as e: err = f"{type(e).__name__}: {e}".splitlines()[0]
+    print(f"{d:8s} {'PASS' if not err else 'FAIL ' + err}")

@@ -148,6 +148,13 @@ LRU, SCHEDULE_CACHE = ContextVar("LRU", 1), ContextVar("SCHEDULE_CACHE", 1)
 PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 32)
 # CPU convolutions with at least this many multiply-adds get a weight copy with the output channels innermost (Tensor._conv)
 PACKED_CONV_MIN = ContextVar("PACKED_CONV_MIN", 1 << 24)
+# kernels with at least this many loop iterations split their outermost global axis over CPU_THREADS host threads
+THREAD_MIN_WORK = ContextVar("THREAD_MIN_WORK", 1 << 17)
+# every flag the optimizer and codegen read: a program made under other values is another program, so these are part of the runner
+# cache key (engine/realize.py) and of BEAM's disk cache key. A flag read anywhere in opt/ or codegen/ belongs here.
+PROGRAM_FLAGS: tuple[ContextVar, ...] = (BEAM, NOOPT, TRANSCENDENTAL, CPU_THREADS, USE_TC, TC_SELECT, TC_OPT, THREAD_MIN_WORK, BEAM_UPCAST_MAX,
+                                         BEAM_LOCAL_MAX)
+def program_flags() -> tuple: return tuple(f.value for f in PROGRAM_FLAGS)
 
 @dataclass(frozen=True)
 class Metadata:

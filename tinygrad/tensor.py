@@ -92,11 +92,19 @@ def _buffer_uop(raw:bytes|memoryview, shape:tuple[int, ...], dtype:DType, device
   buf.buffer.allocate().copyin(memoryview(raw))
   return buf.reshape(shape)
 
+def _host_simd(*ts:Tensor) -> bool:
+  # the operand layouts of big GEMMs and convs that suit CPUs (caches, SIMD registers), asked of the device: kernels split over host threads
+  return all(isinstance(t.device, str) and (r := Device[t.device].renderer) is not None and r.has_threads for t in ts)
+
 def _from_numpy(data:Any, dtype:DType|None, device:str) -> UOp:
   import numpy as np
   arr = np.asarray(data)
   if dtype is None: dtype = _from_np_dtype(arr.dtype)
   if dtype.fmt is None: return _buffer_uop(_pack(arr.reshape(-1).tolist(), dtype), arr.shape, dtype, device)
+  if getattr(Device[device].allocator, "wraps_host_memory", False) and arr.ndim and arr.flags.c_contiguous and arr.dtype == _to_np_dtype(dtype):
+    # a device over host memory (NPY) uses the array's memory in place; the memoryview keeps the array alive
+    (buf := UOp.new_buffer(device, arr.size, dtype)).buffer.allocate(opaque=memoryview(cast(Any, arr)).cast("B"))
+    return buf.reshape(arr.shape)
   # tobytes is row-major whatever the strides (ascontiguousarray would turn a 0-d array into 1-d)
   return _buffer_uop(arr.astype(_to_np_dtype(dtype), copy=False).tobytes(), arr.shape, dtype, device)
 
@@ -276,9 +284,8 @@ class Tensor(MathTrait):
   def _host_bytes(self) -> memoryview:
     """The elements in row-major order, read back from a realized contiguous buffer (realizing one first if needed)."""
     if self.numel() == 0: return memoryview(b"")
-    from tinygrad.engine.realize import capturing
+    from tinygrad.engine.realize import capturing, JitError
     if capturing:  # a value read while TinyJit captures would be stale in every replay
-      from tinygrad.engine.jit import JitError
       raise JitError("TinyJit: tensor data (.numpy(), .item(), .tolist()) read inside a jitted function; return the Tensor and read it outside")
     t = self
     if not (t.uop.is_realized and t._is_plain_buffer()): t = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()
@@ -1996,8 +2003,8 @@ class Tensor(MathTrait):
     rcout, oyx = cout // groups, x.shape[2:2+n]
     x = x.reshape((bs, groups, cin_g, 1) + oyx + tuple(k_)).expand((bs, groups, cin_g, rcout) + oyx + tuple(k_))
     x = x.permute([0, 1, 3] + list(range(4, 4+n)) + [2] + list(range(4+n, 4+2*n)))
-    if w.device == "CPU" and rcout % 16 == 0 and bs * cout * prod(oyx) * cin_g * prod(k_) >= PACKED_CONV_MIN.value:
-      # on the CPU the output channels become the SIMD lanes: a (small) copy of the weight with them innermost makes those loads contiguous
+    if _host_simd(w) and rcout % 16 == 0 and bs * cout * prod(oyx) * cin_g * prod(k_) >= PACKED_CONV_MIN.value:
+      # on a CPU the output channels become the SIMD lanes: a (small) copy of the weight with them innermost makes those loads contiguous
       w = w.permute(tuple(range(1, w.ndim)) + (0,)).contiguous().permute((w.ndim-1,) + tuple(range(w.ndim-1)))
     wr = w.reshape((1, groups, rcout) + (1,)*n + (cin_g,) + tuple(k_))
     ret = x.cast(out_dt).mul(wr.cast(out_dt)).sum(tuple(range(-1-n, 0)), dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape((bs, cout) + oyx)
@@ -2480,7 +2487,7 @@ class Tensor(MathTrait):
   def _packed_dot(self, w:Tensor, out_dt:DType, rows:int=8, cols:int=16) -> Tensor|None:
     # big CPU GEMMs: copy A and B into tile-major layouts first, so the kernel streams both operands sequentially instead of striding
     # by a power-of-two row pitch (which makes every row of a tile fall into the same cache set)
-    if self.ndim != 2 or w.ndim != 2 or self.device != "CPU" or w.device != "CPU" or self.dtype != w.dtype or not dtypes.is_float(out_dt): return None
+    if self.ndim != 2 or w.ndim != 2 or not _host_simd(self, w) or self.dtype != w.dtype or not dtypes.is_float(out_dt): return None
     (m, k), n = self.shape, w.shape[1]
     if not all_int((m, k, n)) or m % rows or n % cols or m*n*k < PACKED_DOT_MIN.value: return None
     a_tiles = self.reshape(m//rows, rows, k).permute(0, 2, 1).contiguous()       # (m/rows, k, rows)

@@ -203,7 +203,10 @@ def test_default_probe(monkeypatch):
 def test_is_dtype_supported():
   assert is_dtype_supported(dtypes.float16, "CPU") and is_dtype_supported(dtypes.bfloat16, "CPU")
   assert is_dtype_supported(dtypes.float64, "PYTHON")
-  assert not is_dtype_supported(dtypes.float64, "METAL")
+  from tinygrad.renderer.cstyle import MetalRenderer, OpenCLRenderer
+  assert not MetalRenderer().supports_dtype(dtypes.float64) and MetalRenderer().supports_dtype(dtypes.float16)
+  assert not OpenCLRenderer().supports_dtype(dtypes.bfloat16) and OpenCLRenderer().supports_dtype(dtypes.float64)
+  assert is_dtype_supported(dtypes.float64, "DISK:/tmp/unused") and is_dtype_supported(dtypes.bfloat16, "NULL")
 
 # *** CPU compiler and program ***
 

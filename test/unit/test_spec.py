@@ -1,7 +1,7 @@
 import unittest
 from tinygrad.dtype import dtypes
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, ThreadId, ThreadKind
 from tinygrad.uop.spec import tensor_uop_spec, kernel_ast_spec, program_spec, type_verify, verify_graph, shared_spec
 from tinygrad.shape.shapetracker import ShapeTracker
 
@@ -107,7 +107,7 @@ class TestProgramSpec(SpecTest):
     type_verify(uops, program_spec)
     type_verify(uops)   # program_spec is the default
   def test_reduce_and_acc(self):
-    r0, r1 = UOp(Ops.SPECIAL, dtypes.int32, (), ("gidx0", 4)), UOp.range(dtypes.int32, 4, 1)
+    r0, r1 = UOp(Ops.SPECIAL, dtypes.int32, (), ThreadId.make(ThreadKind.GLOBAL, 0, 4)), UOp.range(dtypes.int32, 4, 1)
     val = self.g1.index(r0*4 + r1).load()
     red = UOp(Ops.REDUCE, dtypes.float32, (val, r1), Ops.ADD)
     self.good(self.g0.index(r0).store(red).sink(), program_spec)
@@ -123,7 +123,7 @@ class TestProgramSpec(SpecTest):
     self.good(UOp.sink(st, UOp(Ops.ENDIF, dtypes.void, (iff,))), program_spec)
   def test_local_and_barrier(self):
     loc = UOp(Ops.DEFINE_LOCAL, dtypes.float32.ptr(16, local=True), arg="temp0")
-    lid = UOp(Ops.SPECIAL, dtypes.int32, (), ("lidx0", 16))
+    lid = UOp(Ops.SPECIAL, dtypes.int32, (), ThreadId.make(ThreadKind.LOCAL, 0, 16))
     st = loc.index(lid).store(self.g1.index(lid).load())
     bar = UOp(Ops.BARRIER, dtypes.void, (st,))
     self.good(self.g0.index(lid).store(loc.index(lid).load(bar)).sink(), program_spec)

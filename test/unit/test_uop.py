@@ -2,7 +2,7 @@ import gc, math, pickle, unittest, weakref
 from tinygrad.dtype import dtypes
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, graph_rewrite_map, sym_infer, exec_alu, resolve, smax, smin, ssimplify
-from tinygrad.uop.ops import UOpMetaClass
+from tinygrad.uop.ops import UOpMetaClass, ThreadId, ThreadKind
 
 def c(v, dt=dtypes.int32) -> UOp: return UOp.const(dt, v)
 
@@ -336,7 +336,7 @@ class TestBounds(unittest.TestCase):
   def test_range_special(self):
     r = UOp.range(dtypes.int32, 8, 0)
     self.assertEqual((r.vmin, r.vmax), (0, 7))
-    s = UOp(Ops.SPECIAL, dtypes.int32, (), ("gidx0", 16))
+    s = UOp(Ops.SPECIAL, dtypes.int32, (), ThreadId.make(ThreadKind.GLOBAL, 0, 16))
     self.assertEqual((s.vmin, s.vmax), (0, 15))
   def test_unknown(self):
     buf = UOp(Ops.DEFINE_GLOBAL, dtypes.int32.ptr(4), arg=0)

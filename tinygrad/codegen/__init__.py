@@ -2,9 +2,10 @@
 from __future__ import annotations
 import itertools
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
-from tinygrad.helpers import TRANSCENDENTAL
-from tinygrad.renderer import Renderer
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, sint, ThreadKind
+from tinygrad.helpers import TRANSCENDENTAL, to_function_name
+from tinygrad.dtype import dtypes
+from tinygrad.renderer import Renderer, ProgramSpec, Estimates
 from tinygrad.codegen.lowerer import lower, lower_group_reduces
 from tinygrad.codegen.expander import expand, pm_wmma_acc
 from tinygrad.codegen.linearize import pm_reduce_to_acc, linearize
@@ -33,3 +34,35 @@ def full_rewrite_to_sink(ast:UOp, opts:Renderer) -> UOp:
 
 def full_rewrite(ast:UOp, opts:Renderer) -> list[UOp]:
   return linearize(full_rewrite_to_sink(ast, opts))
+
+def _check_launch(name:str, kind:str, size:list[sint], limit:tuple[int, ...]|None) -> None:
+  if limit is None: return
+  for d, (s, m) in enumerate(zip(size, limit)):
+    if (s if isinstance(s, int) else s.vmax) > m:
+      raise RuntimeError(f"kernel {name}: {kind} size {s} in dim {d} is over the device's limit {m} (limits {limit}); "
+                         f"this kernel can't launch there without other opts")
+
+def to_program(opt_ast:UOp, renderer:Renderer, applied_opts:tuple=(), ast:UOp|None=None) -> ProgramSpec:
+  """Lower and render an optimized kernel AST, made from ast (tinygrad.codegen.program.get_program optimizes first)."""
+  uops = full_rewrite(opt_ast, renderer)
+  name = to_function_name(opt_ast.arg.name) if opt_ast.arg is not None else "kernel"
+  # a dtype the device doesn't compute is refused by name here, not by the device's compiler later
+  if renderer.dtypes_supported is not None and (bad := {d for u in uops if (d := u.dtype.base.scalar()) != dtypes.void
+                                                        and not renderer.supports_dtype(d)}):
+    raise RuntimeError(f"kernel {name}: device {renderer.device} can't compute {', '.join(sorted(map(str, bad)))}; it supports "
+                       f"{', '.join(sorted(map(str, renderer.dtypes_supported)))}")
+  src = renderer.render(name, uops)
+  # launch sizes come from the thread ids the lowerer made: a host thread index is launched like workgroup dim 0
+  global_size: list[sint] = [1, 1, 1]
+  local_size: list[sint] = [1, 1, 1]
+  for u in uops:
+    if u.op is Ops.SPECIAL: (local_size if u.arg.kind is ThreadKind.LOCAL else global_size)[u.arg.dim] = u.arg.size
+  _check_launch(name, "global", global_size, renderer.global_max)
+  _check_launch(name, "local", local_size, renderer.local_max)
+  gbufs = sorted([u for u in uops if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
+  def buf_args(op:Ops) -> list[int]:
+    return sorted({u.src[0].src[0].arg for u in uops if u.op is op and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL})
+  vars_ = sorted([u for u in uops if u.op is Ops.DEFINE_VAR], key=lambda v: v.arg[0])
+  return ProgramSpec(name, src, renderer.device, opt_ast if ast is None else ast, uops, global_size,
+                     local_size if any(x != 1 for x in local_size) else None, vars_, [u.arg for u in gbufs], buf_args(Ops.STORE),
+                     buf_args(Ops.LOAD), Estimates.from_uops(uops, ignore_indexing=True), applied_opts)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, sint, KernelInfo, AxisType
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, sint, KernelInfo, AxisType, ThreadId, ThreadKind
 from tinygrad.dtype import dtypes, DType, PtrDType
 from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
@@ -73,11 +73,15 @@ def get_index(ast:UOp, opts:Renderer) -> LowererContext:
   global_axes = [i for i, t in enumerate(axis_types) if t is AxisType.GLOBAL]
   local_axes = [i for i, t in enumerate(axis_types) if t in (AxisType.LOCAL, AxisType.GROUP_REDUCE)]
   # on devices with threads the last (up to three) global axes are workgroup ids, gidx0 the innermost; the rest stay loops
-  special = {a: f"gidx{len(global_axes)-1-j}" for j, a in enumerate(global_axes) if opts.has_local and j >= len(global_axes)-3}
-  special.update({a: f"lidx{len(local_axes)-1-j}" for j, a in enumerate(local_axes) if j >= len(local_axes)-3})
+  # an axis over the device's global_max for its dim stays a loop in every thread: the launch fits, and the kernel does the same work
+  gmax = opts.global_max or ()
+  def fits(a:int, d:int) -> bool: return d >= len(gmax) or (s if isinstance(s := full_shape[a], int) else s.vmax) <= gmax[d]
+  special = {a: (ThreadKind.GLOBAL, d) for j, a in enumerate(global_axes)
+             if opts.has_local and j >= len(global_axes)-3 and fits(a, d := len(global_axes)-1-j)}
+  special.update({a: (ThreadKind.LOCAL, len(local_axes)-1-j) for j, a in enumerate(local_axes) if j >= len(local_axes)-3})
   for i, (s, t) in enumerate(zip(full_shape, axis_types)):
-    if t is AxisType.THREAD: idxs.append(UOp(Ops.SPECIAL, idx_dtype, (), ("core_id", s)))
-    elif i in special: idxs.append(UOp(Ops.SPECIAL, idx_dtype, (), (special[i], s)))
+    if t is AxisType.THREAD: idxs.append(UOp(Ops.SPECIAL, idx_dtype, (), ThreadId.make(ThreadKind.CORE, 0, s)))
+    elif i in special: idxs.append(UOp(Ops.SPECIAL, idx_dtype, (), ThreadId.make(*special[i], s)))
     # register axes: a placeholder per lane, expanded into copies of the graph by the expander
     elif t in (AxisType.UPCAST, AxisType.UNROLL): idxs.append(UOp(Ops.UNROLL, idx_dtype, (), (i, s)))
     else: idxs.append(UOp.range(idx_dtype, s, i))
@@ -117,6 +121,6 @@ def group_reduce(ctx:GroupContext, red:UOp) -> UOp|None:
 pm_group_reduce = PatternMatcher([(UPat(Ops.REDUCE, name="red"), group_reduce)])
 
 def lower_group_reduces(sink:UOp) -> UOp:
-  local_ids = sorted([u for u in sink.toposort() if u.op is Ops.SPECIAL and u.arg[0].startswith("lidx")], key=lambda u: u.arg[0])
+  local_ids = sorted([u for u in sink.toposort() if u.op is Ops.SPECIAL and u.arg.kind is ThreadKind.LOCAL], key=lambda u: u.arg.dim)
   if not local_ids: return sink
   return graph_rewrite(sink, pm_group_reduce, GroupContext(local_ids))

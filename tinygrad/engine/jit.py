@@ -8,13 +8,10 @@ from tinygrad.dtype import DType
 from tinygrad.shape.shapetracker import ShapeTracker
 from tinygrad.helpers import DEBUG, JIT, JITBEAM, Context, colored
 from tinygrad.renderer import Estimates
-from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, capturing
+from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, JitError, capturing
 from tinygrad.engine.memory import memory_planner
 
 ReturnType = TypeVar("ReturnType")
-
-class JitError(RuntimeError):
-  """A TinyJit call that a replay would get wrong; the message says what changed."""
 
 class GraphRunner(Runner):
   """Runs a stretch of captured kernels of one device as one launch. A device offers a subclass as `Compiled.graph` (a device
@@ -203,6 +200,7 @@ class TinyJit(Generic[ReturnType]):
     run: list[ExecItem] = []
     def flush():
       graph = Device[run[0].prg.device].graph if run else None
+      if graph is True: graph = GraphRunner
       if graph is None or len(run) < 2: out.extend(run)
       else:
         ins = [b for b in in_bufs if any(x is b for ei in run for x in ei.bufs)]

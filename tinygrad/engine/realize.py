@@ -1,53 +1,15 @@
 from __future__ import annotations
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generator
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, sym_infer, sint
-from tinygrad.device import Device, Buffer
-from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, ansilen, Metadata, to_function_name, TRANSCENDENTAL
-from tinygrad.renderer import Renderer, ProgramSpec, Estimates
+from tinygrad.uop.ops import UOp, sym_infer
+from tinygrad.device import Device, Buffer, Program
+from tinygrad.helpers import DEBUG, GlobalCounters, colored, ansilen, Metadata, program_flags
+from tinygrad.renderer import ProgramSpec, Estimates
 from tinygrad.engine.schedule import ScheduleItem
-
-# ***** programs *****
-
-def get_program(ast:UOp, renderer:Renderer, opts:list|None=None, rawbufs:list[Buffer]|None=None) -> ProgramSpec:
-  """Optimize, lower, render one kernel AST for a device. With BEAM>=1 the opts are searched for, timed on scratch copies of rawbufs
-  (or of buffers sized from the ast)."""
-  from tinygrad.opt.kernel import Kernel
-  from tinygrad.codegen import full_rewrite
-  k = Kernel(ast, renderer)
-  if opts is not None:
-    for o in opts: k.apply_opt(o)  # type: ignore[attr-defined]
-  elif BEAM >= 1 and not NOOPT:
-    from tinygrad.opt.search import beam_search
-    k = beam_search(k, rawbufs, BEAM.value)
-  elif not NOOPT:
-    try:
-      from tinygrad.opt.heuristic import hand_coded_optimizations
-      for o in hand_coded_optimizations(k): k.apply_opt(o)  # type: ignore[attr-defined]
-    except ImportError: pass
-  if DEBUG >= 3: print(f"{k.colored_shape()}  opts: {k.applied_opts}")
-  opt_ast = k.get_optimized_ast()
-  uops = full_rewrite(opt_ast, renderer)
-  name = to_function_name(opt_ast.arg.name) if opt_ast.arg is not None else "kernel"
-  src = renderer.render(name, uops)
-  # launch sizes come from the thread ids the lowerer made
-  global_size: list[sint] = [1, 1, 1]
-  local_size: list[sint] = [1, 1, 1]
-  for u in uops:
-    if u.op is Ops.SPECIAL and u.arg[0] == "core_id": global_size[0] = u.arg[1]   # CPU: one call per thread of the pool
-    elif u.op is Ops.SPECIAL:
-      dim = int(u.arg[0][-1])
-      if u.arg[0].startswith("gidx"): global_size[dim] = u.arg[1]
-      elif u.arg[0].startswith("lidx"): local_size[dim] = u.arg[1]
-  gbufs = sorted([u for u in uops if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
-  def buf_args(op:Ops) -> list[int]:
-    return sorted({u.src[0].src[0].arg for u in uops if u.op is op and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL})
-  outs, ins = buf_args(Ops.STORE), buf_args(Ops.LOAD)
-  vars_ = sorted([u for u in uops if u.op is Ops.DEFINE_VAR], key=lambda v: v.arg[0])
-  return ProgramSpec(name, src, renderer.device, ast, uops, global_size, local_size if any(x != 1 for x in local_size) else None,
-                     vars_, [u.arg for u in gbufs], outs, ins, Estimates.from_uops(uops, ignore_indexing=True), tuple(k.applied_opts))
+from tinygrad.codegen.program import get_program
+__all__ = ["Runner", "CompiledRunner", "ExecItem", "BufferCopy", "get_program", "lower_schedule", "run_schedule"]
 
 # ***** runners *****
 
@@ -66,7 +28,8 @@ class CompiledRunner(Runner):
     dev = Device[p.device]
     self.lib = precompiled if precompiled is not None else dev.compiler.compile_cached(p.src)
     if DEBUG >= 6: dev.compiler.disassemble(self.lib)
-    self._prg = dev.runtime(p.function_name, self.lib)
+    if dev.program is None: raise RuntimeError(f"device {p.device} runs no kernels")
+    self._prg: Program = dev.program(p.function_name, self.lib)
     super().__init__(p.name, p.device, p.estimates)
   def __reduce__(self): return self.__class__, (self.p, self.lib)
   def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None:
@@ -80,8 +43,10 @@ class BufferCopy(Runner):
     name = f"{type(self).__name__[6:].lower()} {total_sz:8d}, {dest_device[:7]:>7s} <- {src_device[:7]:7s}"
     super().__init__(colored(name, "yellow"), dest_device, Estimates(lds=total_sz, mem=total_sz))
   def copy(self, dest:Buffer, src:Buffer):
-    # through host memory; zero-copy views where the allocators allow it
-    if hasattr(src.allocator, "_as_buffer"): dest.copyin(src.as_buffer(allow_zero_copy=True))
+    # device to device where the pair of allocators allows it, else through host memory (zero-copy views where the allocators allow it)
+    if dest.allocator.can_transfer(src.allocator):
+      dest.allocator._transfer(dest._buf, src._buf, dest.nbytes, src_dev=Device[src.device], dest_dev=Device[dest.device])  # type: ignore[attr-defined]
+    elif hasattr(src.allocator, "_as_buffer"): dest.copyin(src.as_buffer(allow_zero_copy=True))
     elif hasattr(dest.allocator, "_as_buffer"): src.copyout(dest.as_buffer(allow_zero_copy=True, force_zero_copy=True))
     else:
       mv = memoryview(bytearray(src.nbytes))
@@ -97,11 +62,14 @@ class BufferCopy(Runner):
       return time.perf_counter() - st
     return None
 
-method_cache: dict[tuple[str, UOp, int, int, int], CompiledRunner] = {}
+method_cache: dict[tuple, CompiledRunner] = {}
 def get_runner(device:str, ast:UOp, rawbufs:list[Buffer]|None=None) -> CompiledRunner:
-  # UOps are hash-consed, so the same kernel (shape, dtypes, ops) is the same key: it compiles once per process and per way of optimizing
-  if (ret := method_cache.get(key := (device, ast, BEAM.value, NOOPT.value, TRANSCENDENTAL.value))) is not None: return ret
-  method_cache[key] = ret = CompiledRunner(get_program(ast, Device[device].renderer, rawbufs=rawbufs))
+  # UOps are hash-consed, so the same kernel (shape, dtypes, ops) is the same key. The renderer (with its options) and every flag the
+  # optimizer and codegen read (helpers.PROGRAM_FLAGS) are in it too: a kernel compiles once per process and per way of making it
+  renderer = Device[device].renderer
+  if (ret := method_cache.get(key := (device, ast, renderer, program_flags()))) is not None: return ret
+  # the program runs where it was asked for (CPU:1 or NULL share the CPU's renderer, whose device says CPU)
+  method_cache[key] = ret = CompiledRunner(replace(get_program(ast, renderer, rawbufs=rawbufs), device=device))
   return ret
 
 # ***** running *****
@@ -126,7 +94,7 @@ class ExecItem:
       if DEBUG >= 2:
         ptm = colored(f"{et*1e3:9.2f}ms", "yellow" if et > 0.01 else None) if et is not None else ""
         shape = self.prg.p.ast.arg.name if isinstance(self.prg, CompiledRunner) and self.prg.p.ast.arg is not None else ""
-        color = 'magenta' if jit else ('green' if self.prg.device != 'DISK' else None)
+        color = 'magenta' if jit else ('green' if isinstance(self.prg, CompiledRunner) else None)
         head = colored(f'*** {self.prg.device[:7]:7s} {GlobalCounters.kernel_count:4d}', color)
         print(f"{head}"
               f" {self.prg.display_name+' '*(41-ansilen(self.prg.display_name))} arg {len(bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB " +
@@ -152,6 +120,9 @@ def lower_schedule(schedule:list[ScheduleItem]) -> Generator[tuple[ScheduleItem,
 
 # while a TinyJit captures, every ExecItem run is appended to the innermost list here
 capturing: list[list[ExecItem]] = []
+
+class JitError(RuntimeError):
+  """A TinyJit call that a replay would get wrong; the message says what changed."""
 
 def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None, do_update_stats=True):
   for _, ei in lower_schedule(list(schedule)):

@@ -1,21 +1,11 @@
 # the optimizations chosen without search (NOOPT=1 turns them off, BEAM=n searches instead)
 from __future__ import annotations
-import os, functools
+import os
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.uop import Ops
-from tinygrad.helpers import prod, CPU_THREADS, getenv, USE_TC, TC_SELECT, TC_OPT
+from tinygrad.helpers import prod, CPU_THREADS, THREAD_MIN_WORK, USE_TC, TC_SELECT, TC_OPT
 
 def cpu_threads() -> int: return CPU_THREADS.value or os.cpu_count() or 1
-
-@functools.cache
-def _cpu_flags() -> str:
-  try: return next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "")
-  except OSError: return ""
-
-def vector_bytes(k:Kernel) -> int:
-  # the SIMD register width the C compiler targets with -march=native
-  if k.opts.device != "CPU": return 16
-  return 64 if " avx512f" in _cpu_flags() else 32 if " avx2" in _cpu_flags() else 16
 
 def _try(k:Kernel, opt:Opt, opts:list[Opt]) -> bool:
   try: k.apply_opt(opt)
@@ -40,7 +30,7 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   if reduce_axes and global_axes:
     real_strides = [st.real_strides() for st in load_sts]
     broadcast = [j for j, ax in enumerate(global_axes) if any(rs[ax] == 0 for rs in real_strides)]
-    width = vector_bytes(k) // max(r.dtype.itemsize for r in k.reduceops)
+    width = k.opts.simd_bytes // max(r.dtype.itemsize for r in k.reduceops)
     # the SIMD axis: read contiguously by some input, preferably one a whole register's width divides
     unit = [j for j in broadcast if any(rs[global_axes[j]] == 1 for rs in real_strides)]
     vec_axis = next((j for j in reversed(unit) if k.full_shape[global_axes[j]] % width == 0), unit[-1] if unit else None)
@@ -70,7 +60,7 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     if isinstance(rs, int) and rs >= 32 and (amt := _largest_divisor(rs, (4, 2) if opts else (16, 8, 4))) is not None:
       _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, amt), opts)
   # big kernels run their outermost global axis on every core
-  if k.opts.has_threads and (threads := cpu_threads()) > 1 and prod(k.full_shape) >= getenv("THREAD_MIN_WORK", 1 << 17):
+  if k.opts.has_threads and (threads := cpu_threads()) > 1 and prod(k.full_shape) >= THREAD_MIN_WORK.value:
     if (g := k.axes_of(AxisType.GLOBAL)):
       s = k.full_shape[g[0]]
       if isinstance(s, int) and s % threads == 0 and s >= threads: _try(k, Opt(OptOps.THREAD, 0, threads), opts)

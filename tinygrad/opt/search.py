@@ -5,14 +5,14 @@ from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, cast
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, sint
+from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes
-from tinygrad.device import Device, Buffer, Compiler
-from tinygrad.helpers import ContextVar, DEBUG, CACHELEVEL, diskcache_get, diskcache_put, prod, tqdm, colored
+from tinygrad.device import Device, Buffer, Compiler, Program
+from tinygrad.helpers import ContextVar, DEBUG, CACHELEVEL, diskcache_get, diskcache_put, prod, tqdm, colored, program_flags
 from tinygrad.renderer import ProgramSpec
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.opt.heuristic import cpu_threads, hand_coded_optimizations
-from tinygrad.engine.realize import get_program, CompiledRunner
+from tinygrad.codegen import to_program
 from tinygrad.helpers import BEAM_UPCAST_MAX, BEAM_LOCAL_MAX, BEAM_MIN_PROGRESS, BEAM_TIMEOUT_SEC, BEAM_COMPILE_TIMEOUT, BEAM_TEST_GLOBAL  # noqa: F401
 from tinygrad.helpers import BEAM_DEBUG, BEAM_CHECK, BEAM_PROGRESS, IGNORE_BEAM_CACHE, PARALLEL  # noqa: F401
 
@@ -81,7 +81,9 @@ def _compile(task:tuple[int, list[tuple], tuple[Opt, ...], Any, Compiler, dict[s
     if key in ContextVar._cache: ContextVar._cache[key].value = val
   if _in_worker: signal.alarm(max(1, int(BEAM_COMPILE_TIMEOUT.value)))
   try:
-    p = get_program(_unflatten(nodes), renderer, list(opts))
+    k = Kernel(_unflatten(nodes), renderer)
+    for o in opts: k.apply_opt(o)
+    p = to_program(k.get_optimized_ast(), renderer, opts, k.ast)
     lib = compiler.compile(p.src)
     # the ast and uops stay behind: the parent has the ast, and a deep graph could break the pickler on the way back
     return i, replace(p, ast=UOp(Ops.NOOP), uops=None), lib, ""
@@ -192,6 +194,11 @@ def _test_global_size(global_size:list[int], max_size:int) -> tuple[list[int], f
     factor, ret[j] = factor * ret[j] / (ret[j] // 2), ret[j] // 2
   return ret, factor
 
+def _program(p:ProgramSpec, lib:bytes, device:str) -> Program:
+  # the device's own launcher: timing needs nothing from the engine
+  if (factory := Device[device].program) is None: raise RuntimeError(f"{device} runs no kernels")
+  return factory(p.function_name, lib)
+
 class _Bench:
   """Scratch buffers and a reference output for one search; times programs on them."""
   def __init__(self, ast:UOp, rawbufs:list[Buffer], var_vals:dict[UOp, int], allow_test_size:bool, has_local:bool):
@@ -212,18 +219,19 @@ class _Bench:
   def time(self, p:ProgramSpec, lib:bytes, early_stop:float|None) -> tuple[float, str]:
     """(min time in seconds, "") or (inf, why it failed)."""
     try:
-      prg = CompiledRunner(p, precompiled=lib)
+      prg = _program(p, lib, self.bufs[0].device)
       vv = {v: self.var_vals.get(v, (v.arg[1] + v.arg[2]) // 2) for v in p.vars}
-      bufs = [self.bufs[i] for i in p.globals]
+      bufs, var_args = [self.bufs[i]._buf for i in p.globals], tuple(vv[v] for v in p.vars)
       for i in self.outs: self.bufs[i].copyin(memoryview(self.initial[i]))
-      tprg, factor = prg, 1.0
-      if self.allow_test_size and self.has_local and prod(gs := p.launch_dims(vv)[0]) > BEAM_TEST_GLOBAL.value:
-        small, factor = _test_global_size(gs, BEAM_TEST_GLOBAL.value)
-        tprg = CompiledRunner(replace(p, global_size=list[sint](small)), precompiled=lib)
+      gs, ls = p.launch_dims(vv)
+      tgs, factor = gs, 1.0
+      if self.allow_test_size and self.has_local and prod(gs) > BEAM_TEST_GLOBAL.value: tgs, factor = _test_global_size(gs, BEAM_TEST_GLOBAL.value)
+      def run(g:list[int]) -> float:
+        return prg(*bufs, global_size=tuple(g), local_size=tuple(ls) if ls is not None else None, vals=var_args, wait=True) or 0.0
       tms: list[float] = []
-      if BEAM_CHECK and tprg is not prg: prg(bufs, vv, wait=True)   # the check (and the reference) needs the whole grid once
+      if BEAM_CHECK and tgs is not gs: run(gs)   # the check (and the reference) needs the whole grid once
       for j in range(3):
-        tms.append((tprg(bufs, vv, wait=True) or 0.0) * factor)
+        tms.append(run(tgs) * factor)
         if j == 0 and BEAM_CHECK and self.ref is not None:
           for i, (ref, vals, scale) in self.ref.items():
             if not _matches(self.bufs[i].as_buffer(), ref, self.bufs[i].dtype, vals, scale): return math.inf, f"mismatch in buffer {i}"
@@ -238,7 +246,7 @@ class _Bench:
 def _cache_key(k:Kernel, amt:int, device:str) -> tuple:
   # the text of the flat node list: pickled bytes would depend on which equal objects happen to be shared
   ast_hash = hashlib.sha256("\n".join(repr(n) for n in _flatten(k.ast)).encode()).hexdigest()
-  return (ast_hash, tuple(k.applied_opts), device, type(k.opts).__name__, amt)
+  return (ast_hash, tuple(k.applied_opts), device, repr(k.opts), amt, program_flags())
 
 def _rebuild(k:Kernel, opts:list[Opt]) -> Kernel|None:
   ret = k.copy()

@@ -5,7 +5,7 @@ from typing import Callable, Any
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher, sym_infer, sint
 from tinygrad.helpers import prod
-from tinygrad.dtype import dtypes
+from tinygrad.dtype import DType, dtypes
 
 @dataclass(frozen=True)
 class Estimates:
@@ -58,7 +58,7 @@ class ProgramSpec:
   outs: list[int] = field(default_factory=list)
   ins: list[int] = field(default_factory=list)
   estimates: Estimates = field(default_factory=Estimates)
-  applied_opts: tuple = ()
+  applied_opts: tuple = ()                  # the tinygrad.opt.kernel.Opts that made it
   @property
   def function_name(self) -> str: return self.name
   def launch_dims(self, var_vals:dict[UOp, int]) -> tuple[list[int], list[int]|None]:
@@ -77,10 +77,14 @@ class Renderer:
   supports_float4: bool = True
   has_local: bool = True       # threads in workgroups (GPUs); False: global axes are plain loops
   has_shared: bool = True
-  has_threads: bool = False    # CPU: the outermost global axis may be split across a thread pool
+  has_threads: bool = False    # kernels are split over host threads (a CPU): the outermost global axis may run on a thread pool
   vector_alu_lanes: int = 0    # > 0: float arithmetic on vectors of up to this many lanes renders as whole-vector code (codegen/expander.py)
-  global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
+  simd_bytes: int = 16         # the width of one vector register (a device may measure its host and set this)
+  # the most workgroups / threads per workgroup per launch dimension (dim 0 first); None: no limit. codegen refuses a kernel over them
+  global_max: tuple[int, ...]|None = (2**31-1,) * 3
   local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
+  # the dtypes the device holds and computes; None: every dtype
+  dtypes_supported: frozenset[DType]|None = None
   shared_max: int = 32768
   tensor_cores: list = []
   # ops the device computes natively; the rest are decomposed before rendering
@@ -94,4 +98,5 @@ class Renderer:
   def supported_ops(self) -> set[Ops]: return set(self.code_for_op)
   def __repr__(self): return f"{type(self).__name__}()"
   def vector_widths(self, dtype:Any) -> tuple[int, ...]: return (1,)
+  def supports_dtype(self, dtype:DType) -> bool: return self.dtypes_supported is None or dtype.scalar() in self.dtypes_supported
 

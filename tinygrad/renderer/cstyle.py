@@ -3,8 +3,8 @@ import math
 from collections import defaultdict
 from typing import Any, Callable, cast
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
-from tinygrad.dtype import DType, PtrDType, dtypes, truncate
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
+from tinygrad.dtype import DType, PtrDType, dtypes, truncate, DTYPES_DICT
 from tinygrad.renderer import Renderer, VECTOR_ALU_OPS, VECTOR_ALU_DTYPES
 from tinygrad.helpers import prod
 from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, metal_tcs, intel_tcs
@@ -306,7 +306,7 @@ class CStyleLanguage(Renderer):
     """Code before the kernel: type definitions and the helper functions the kernel uses."""
     return []
   def render_kernel(self, ctx:CStyleCtx, name:str, kernel:list[str], params:list[str], uops:list[UOp]) -> str:
-    local = prod(s.arg[1] if isinstance(s.arg[1], int) else 1024 for s in uops if s.op is Ops.SPECIAL and s.arg[0][0] == "l")
+    local = prod(s.arg[1] if isinstance(s.arg[1], int) else 1024 for s in uops if s.op is Ops.SPECIAL and s.arg.kind is ThreadKind.LOCAL)
     head = f"{self.kernel_typedef.format(launch_bounds=local)} {name}({', '.join(params + self.extra_args)}) {{"
     wmmas = {u.arg[0]: u.arg for u in uops if u.op is Ops.WMMA}
     return "\n".join([*self.render_helpers(ctx, uops), *[self.wmma_helper(a) for a in wmmas.values()], head, *kernel, "}"]) + "\n"
@@ -347,7 +347,7 @@ class CStyleLanguage(Renderer):
       ctx.r[u] = u.arg[0]
       ctx.used.add(u.arg[0])
       params.append(self.render_param(u, u.arg[0], True))
-    if (threads := [u for u in uops if u.op is Ops.SPECIAL and u.arg[0] == "core_id"]):
+    if (threads := [u for u in uops if u.op is Ops.SPECIAL and u.arg.kind is ThreadKind.CORE]):
       # a threaded CPU kernel: the thread's index is one more parameter
       for u in threads: ctx.r[u] = "core_id"
       ctx.used.add("core_id")
@@ -491,6 +491,7 @@ class ClangRenderer(CStyleLanguage):
 
 class OpenCLRenderer(CStyleLanguage):
   device = "GPU"
+  dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d not in dtypes.fp8s and d != dtypes.bfloat16)
   kernel_typedef = "__kernel void"
   buffer_prefix = "__global "
   smem_align = "__attribute__ ((aligned (16))) "
@@ -563,6 +564,7 @@ class CUDARenderer(CStyleLanguage):
 
 class MetalRenderer(CStyleLanguage):
   device = "METAL"
+  dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d not in dtypes.fp8s and d != dtypes.float64)
   tensor_cores = metal_tcs
   shared_max = 32768
   kernel_typedef = "kernel void"

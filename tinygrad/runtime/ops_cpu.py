@@ -18,8 +18,6 @@ def _cc_version(cc:tuple[str, ...]) -> str:
   try: return subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=30).stdout
   except (OSError, subprocess.SubprocessError): return ""
 
-def _numbered(src:str) -> str: return "\n".join(f"{i:4d} {line}" for i,line in enumerate(src.splitlines(), 1))
-
 class CPUCompiler(Compiler):
   """Compiles C source to a shared object with clang or gcc and returns the object's bytes."""
   def __init__(self, cachekey:str|None=None):
@@ -36,8 +34,7 @@ class CPUCompiler(Compiler):
       try: ret = subprocess.run([*self.cc, *CFLAGS, "-", "-o", str(out), "-lm"], input=src.encode(), capture_output=True)
       except OSError as e: raise CompileError(f"could not run {' '.join(self.cc)}: {e}") from e
       if ret.returncode != 0:
-        raise CompileError(f"{' '.join(self.cc)} failed with exit code {ret.returncode}:\n{ret.stderr.decode(errors='replace')}\n"
-                           f"source:\n{_numbered(src)}")
+        raise CompileError(f"{' '.join(self.cc)} failed with exit code {ret.returncode}:\n{ret.stderr.decode(errors='replace')}", src)
       return out.read_bytes()
   def disassemble(self, lib:bytes) -> None: cpu_objdump(lib)
 ClangJITCompiler = CPUCompiler
@@ -70,7 +67,7 @@ class CPUProgram:
     try: self.fxn = getattr(self.handle, name)
     except AttributeError as e: raise RuntimeError(f"function {name!r} not found in the compiled kernel") from e
     self._nargs = -1
-  def __call__(self, *bufs, global_size:tuple[int,int,int]|None=(1,1,1), local_size:tuple[int,int,int]|None=(1,1,1), vals:tuple[int, ...]=(),
+  def __call__(self, *bufs, global_size:tuple[int, ...]|None=(1,1,1), local_size:tuple[int, ...]|None=(1,1,1), vals:tuple[int, ...]=(),
                wait:bool=False) -> float|None:
     threads = global_size[0] if global_size is not None else 1
     # argtypes are set once: with them ctypes converts arguments in C, which keeps the launch cheap
@@ -89,8 +86,17 @@ class CPUProgram:
     else: self.fxn(*bufs, *vals)
     return time.perf_counter() - st if wait else None
 
+@functools.cache
+def host_simd_bytes() -> int:
+  """The SIMD register width -march=native targets on this host (AVX-512: 64, AVX2: 32, else 16)."""
+  try: flags = next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "")
+  except OSError: flags = ""
+  return 64 if " avx512f" in flags else 32 if " avx2" in flags else 16
+
 class CPUDevice(Compiled):
   def __init__(self, device:str):
     from tinygrad.renderer.cstyle import ClangRenderer
-    from tinygrad.engine.jit import GraphRunner   # TinyJit replays runs of kernels as one batch: no per-kernel bookkeeping
-    super().__init__(device, MallocAllocator, ClangRenderer(), CPUCompiler(), CPUProgram, GraphRunner)
+    renderer = ClangRenderer()
+    renderer.simd_bytes = host_simd_bytes()
+    # graph=True: TinyJit replays runs of kernels through the generic GraphRunner, one batch with no per-kernel bookkeeping
+    super().__init__(device, MallocAllocator, renderer, CPUCompiler(), CPUProgram, graph=True)

@@ -1,5 +1,5 @@
 from __future__ import annotations
-import mmap, os
+import atexit, mmap, os, tempfile
 from tinygrad.device import Allocator, BufferSpec, Compiled
 
 class DiskBuffer:
@@ -9,6 +9,7 @@ class DiskBuffer:
   def _buf(self) -> memoryview: return memoryview(self.device.mem)[self.offset:self.offset+self.size]
 
 class DiskAllocator(Allocator[DiskBuffer]):
+  device_memory = False   # a mapped file
   def __init__(self, dev:DiskDevice): self.dev = dev
   def _alloc(self, size:int, options:BufferSpec) -> DiskBuffer:
     self.dev._might_open(size)
@@ -54,3 +55,11 @@ class DiskDevice(Compiled):
       try: self.mem.close()
       except BufferError: pass  # a memoryview of it is still alive; the map goes when that does
       self.mem, self.size = bytearray(), 0
+
+def selftest_device() -> str:
+  # python -m tinygrad.device checks DISK on a scratch file, removed at exit
+  fn = os.path.join(tempfile.gettempdir(), f"tinygrad_disk_selftest_{os.getpid()}")
+  @atexit.register
+  def _remove() -> None:
+    if os.path.exists(fn): os.remove(fn)
+  return f"DISK:{fn}"

@@ -8,7 +8,7 @@ import base64, ctypes, functools, itertools, pickle, struct, time
 from array import array
 from typing import Any, Callable, Sequence, cast
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, python_alu, exec_alu
+from tinygrad.uop.ops import UOp, python_alu, exec_alu, ThreadKind
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate, fp8_to_float, float_to_fp8
 from tinygrad.device import Compiled, Compiler, Allocator, BufferSpec
 from tinygrad.renderer import Renderer
@@ -246,15 +246,11 @@ class PythonProgram:
       self.consts.append((i, (val,)*dt.count if dt.count > 1 and op is Ops.CONST else val))
       return _nop
     if op is Ops.SPECIAL:
-      nm = u.arg[0]
-      d = 0 if nm == "core_id" else int(nm[-1])
-      if nm[0] in "gc":
-        def special(v:list, w:_Warp) -> None: v[i] = w.gids[d]
-      elif nm[0] == "l":
+      d = u.arg.dim
+      if u.arg.kind is ThreadKind.LOCAL:
         def special(v:list, w:_Warp) -> None: v[i] = w.lids[d]
-      elif nm[0] == "i":
-        def special(v:list, w:_Warp) -> None: v[i] = [g*w.lsz[d] + l for g, l in zip(w.gids[d], w.lids[d])]
-      else: raise NotImplementedError(f"unknown SPECIAL {nm}")
+      else:   # a host thread (CORE) is launched like a workgroup of dimension 0
+        def special(v:list, w:_Warp) -> None: v[i] = w.gids[d]
       return special
     if op is Ops.DEFINE_LOCAL:
       ldt = cast(PtrDType, dt)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 import math, struct, weakref, functools, inspect, itertools, operator, enum
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Union
+from typing import Any, Callable, Iterator, NamedTuple, Union
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.dtype import DType, PtrDType, dtypes, ConstType, truncate
@@ -588,6 +588,19 @@ class AxisType(enum.Enum):
   THREAD = enum.auto(); GLOBAL = enum.auto(); LOCAL = enum.auto(); GROUP_REDUCE = enum.auto()
   REDUCE = enum.auto(); UNROLL = enum.auto(); UPCAST = enum.auto()
   def __lt__(self, x:AxisType): return self.value < x.value
+
+class ThreadKind(enum.Enum):
+  GLOBAL = enum.auto(); LOCAL = enum.auto(); CORE = enum.auto()   # a workgroup id, a thread in the workgroup, a host thread of the pool
+
+class ThreadId(NamedTuple):
+  """The arg of Ops.SPECIAL: the launch dimension a thread id indexes. name (what renderers print) and size stay arg[0] and arg[1]."""
+  name: str
+  size: sint
+  kind: ThreadKind
+  dim: int
+  @staticmethod
+  def make(kind:ThreadKind, dim:int, size:sint) -> ThreadId:
+    return ThreadId("core_id" if kind is ThreadKind.CORE else f"{'g' if kind is ThreadKind.GLOBAL else 'l'}idx{dim}", size, kind, dim)
 
 @dataclass(frozen=True)
 class KernelInfo:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, print_uops
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, print_uops, ThreadId
 from tinygrad.dtype import DType, PtrDType, dtypes
 
 def _is_int(dt:DType) -> bool: return not isinstance(dt, PtrDType) and dtypes.is_int(dt)
@@ -132,7 +132,7 @@ def _store_ok(x:UOp) -> bool:
 
 def _range_ok(x:UOp) -> bool: return _is_int(x.dtype) and x.dtype.count == 1 and len(x.src) in (1, 2) and all(s.dtype == x.dtype for s in x.src)
 def _special_ok(x:UOp) -> bool:
-  return _is_int(x.dtype) and isinstance(x.arg, tuple) and len(x.arg) == 2 and isinstance(x.arg[0], str) and isinstance(x.arg[1], (int, UOp))
+  return _is_int(x.dtype) and isinstance(x.arg, ThreadId) and isinstance(x.arg.size, (int, UOp))
 def _reduce_ok(x:UOp) -> bool:
   return x.arg in (Ops.ADD, Ops.MUL, Ops.MAX) and x.dtype == x.src[0].dtype and all(r.op is Ops.RANGE for r in x.src[1:])
 def _acc_ok(x:UOp) -> bool:
