@@ -8,8 +8,9 @@ from tinygrad.dtype import DType, ImageDType, dtypes
 
 # **************** Device ****************
 
-# tried in this order when no device is named in the environment; PYTHON (the emulator) is never picked by default
-DEFAULT_PREFERENCE = ("METAL", "AMD", "NV", "CUDA", "GPU", "LLVM", "CPU")
+# tried in this order when no device is named in the environment; PYTHON (the emulator) is never picked by default. A device that opens but
+# says it shouldn't be the default (CPU without a C compiler: LLVM takes over; OpenCL on the host CPU, like PoCL) is passed over
+DEFAULT_PREFERENCE = ("METAL", "AMD", "NV", "CUDA", "GPU", "CPU", "LLVM")
 
 class _Device:
   def __init__(self) -> None:
@@ -48,8 +49,7 @@ class _Device:
     for d in DEFAULT_PREFERENCE:
       if d not in self._devices: continue
       try:
-        self[d]
-        return d
+        if getattr(self[d], "default_ok", True): return d
       except Exception as e:
         if DEBUG >= 2: print(f"device {d} is not usable: {e!r}")
     raise RuntimeError(f"no usable device found among {', '.join(x for x in DEFAULT_PREFERENCE if x in self._devices)}; set one with e.g. CPU=1")
@@ -246,6 +246,10 @@ def is_dtype_supported(dtype:DType, device:str|None=None) -> bool:
   dev = Device.canonicalize(device).split(":")[0]
   if dtype.count > 1: dtype = dtype.scalar()
   if dev in {"PYTHON", "DISK", "NPY"}: return True
+  # a device that knows what its hardware holds says so (GPU: OpenCL's optional fp64)
+  try:
+    if (fn := getattr(Device[dev], "supports_dtype", None)) is not None: return fn(dtype)
+  except Exception: pass
   fp8 = dtype.name.startswith("fp8") or "float8" in dtype.name
   if dev == "CPU": return True   # the C renderer stores half, bfloat16 and fp8 as ints and computes in float
   if dev == "LLVM": return not fp8

@@ -446,6 +446,11 @@ _C_HELPERS: dict[str, str] = {
   return s | (r > 0x7b ? 0x7c : r);                                 /* past 57344 (and inf): inf */
 }"""}
 
+def _storage_helpers(ren:CStyleLanguage, uops:list[UOp]) -> list[str]:
+  # the bits<->float conversions of the storage-only types the kernel touches
+  used = {st for u in uops for d in (u.dtype, *(s.dtype for s in u.src)) if (st := ren.storage_types.get(d.base.scalar())) is not None}
+  return [_C_HELPERS[fn] for st in sorted(used) for fn in st[1:]]
+
 class ClangRenderer(CStyleLanguage):
   """C for the CPU device: one function over plain pointers, vectors as GCC vector extensions, half and bfloat16 stored as 16-bit ints."""
   device = "CPU"
@@ -479,8 +484,7 @@ class ClangRenderer(CStyleLanguage):
       # vector_size (not ext_vector_type) so gcc compiles it too; aligned to the element so any element address can be cast to it
       base, sz = "unsigned char" if dt.scalar() == dtypes.bool else self.render_dtype(dt.scalar()), dt.scalar().itemsize
       ret.append(f"typedef {base} {dt.name} __attribute__((aligned({sz}), vector_size({_next_pow2(dt.count)*sz})));")
-    used = {st for u in uops for d in (u.dtype, *(s.dtype for s in u.src)) if (st := self.storage_types.get(d.base.scalar())) is not None}
-    return ret + [_C_HELPERS[fn] for st in sorted(used) for fn in st[1:]]
+    return ret + _storage_helpers(self, uops)
   def render_alu(self, ctx:CStyleCtx, x:UOp) -> str:
     # GNU vector arithmetic: one SIMD instruction per op instead of lane-by-lane expressions
     if x.dtype.count > 1 and x.op in VECTOR_ALU_OPS and x.dtype.scalar() in VECTOR_ALU_DTYPES:
@@ -502,13 +506,19 @@ class OpenCLRenderer(CStyleLanguage):
   type_map = {dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.uint16: "ushort", dtypes.uint32: "uint", dtypes.uint64: "ulong"}
   mem_type_map = {dtypes.bool: "uchar"}   # bool pointers can't be kernel arguments
   int_suffix = {dtypes.int64: "l", dtypes.uint64: "ul", dtypes.uint32: "u"}
+  # OpenCL C has no bfloat16 or fp8: they are kept as bits and computed in float like on CPU (and half too where cl_khr_fp16 is missing)
+  storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k != dtypes.float16}
+  def __init__(self, fp16:bool=True):
+    self.fp16 = fp16
+    if not fp16: self.storage_types = {**self.storage_types, dtypes.float16: ClangRenderer.storage_types[dtypes.float16]}
+  def __reduce__(self): return self.__class__, (self.fp16,)
   def vector_name(self, dt:DType) -> str: return f"{self.render_dtype(dt.scalar())}{dt.count}"
   def render_lane(self, expr:str, i:int) -> str: return f"{expr}.s{i:x}"
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"as_{self.render_dtype(to_dt)}({expr})"
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:
     dts = {d.base.scalar() for u in uops for d in (u.dtype,)}
-    return (["#pragma OPENCL EXTENSION cl_khr_fp16 : enable"] if dtypes.float16 in dts else []) + \
-           (["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if dtypes.float64 in dts else [])
+    return (["#pragma OPENCL EXTENSION cl_khr_fp16 : enable"] if dtypes.float16 in dts and self.fp16 else []) + \
+           (["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if dtypes.float64 in dts else []) + _storage_helpers(self, uops)
 
 _PTX_TYPE = {dtypes.half: "f16", dtypes.bfloat16: "bf16", dtypes.float: "f32"}
 

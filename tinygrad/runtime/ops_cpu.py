@@ -1,6 +1,7 @@
 from __future__ import annotations
 import ctypes, functools, hashlib, os, pathlib, platform, shlex, shutil, subprocess, tempfile, threading, time
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 from tinygrad.device import Compiled, CompileError, Compiler, MallocAllocator
 from tinygrad.helpers import CPU_THREADS, cpu_objdump, temp
 
@@ -93,3 +94,4 @@ class CPUDevice(Compiled):
   def __init__(self, device:str):
     from tinygrad.renderer.cstyle import ClangRenderer
     super().__init__(device, MallocAllocator, ClangRenderer(), CPUCompiler(), CPUProgram)
+    self.default_ok = cast(CPUCompiler, self.compiler).cc is not None   # without a C compiler the default is LLVM
