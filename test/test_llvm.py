@@ -115,3 +115,13 @@ def test_default_falls_back_to_llvm_without_a_c_compiler(monkeypatch):
   monkeypatch.setitem(dev._opened, "CPU", no_cc)
   monkeypatch.setitem(dev._opened, "LLVM", Compiled("LLVM", MallocAllocator, None, None, None))
   assert dev.DEFAULT == "LLVM"
+
+def test_elf_fuzzed_objects_raise_cleanly():
+  # corrupted objects load or raise ElfError: never a crash, a hang or a read past the end (nothing is executed)
+  lib = LLVMCompiler().compile(AXPY)
+  rng = np.random.default_rng(0)
+  for _ in range(300):
+    bad = bytearray(lib)
+    for pos in rng.integers(16, len(bad), size=rng.integers(1, 4)): bad[pos] = int(rng.integers(0, 256))
+    try: ElfImage(bytes(bad))
+    except (ElfError, MemoryError): pass

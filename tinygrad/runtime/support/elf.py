@@ -43,6 +43,9 @@ def _unpack(fmt:str, data:bytes, off:int, what:str) -> tuple:
 class ElfImage:
   """The object's code and data, loaded and executable; symbols[name] is each defined symbol's address."""
   def __init__(self, obj:bytes):
+    try: self._load(obj)
+    except (struct.error, IndexError, OverflowError, UnicodeDecodeError) as e: raise ElfError(f"malformed ELF: {e}") from e
+  def _load(self, obj:bytes) -> None:
     if obj[:4] != b"\x7fELF" or len(obj) < 64: raise ElfError("not an ELF file")
     ident, etype, machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, shstrndx = _unpack("<16sHHIQQQIHHHHHH", obj, 0, "header")
     if ident[4] != 2 or ident[5] != 1 or etype != 1 or machine != 62:
@@ -63,7 +66,7 @@ class ElfImage:
         syms = [_unpack("<IBBHQQ", obj, sec[4] + j*24, "symbol") for j in range(sec[5] // 24)]
         if sec[6] >= len(secs): raise ElfError("malformed ELF: symbol table without a string table")
         names = obj[secs[sec[6]][4]:secs[sec[6]][4]+secs[sec[6]][5]]
-    def name_of(off:int) -> str: return names[off:names.index(b"\0", off)].decode() if 0 <= off < len(names) else ""
+    def name_of(off:int) -> str: return names[off:names.find(b"\0", off) % (len(names)+1)].decode(errors="replace") if 0 <= off < len(names) else ""
     externals = sorted({name_of(s[0]) for s in syms if s[3] == 0 and s[0] != 0})
     stubs_at = round_up(end, 16)
     self.size = round_up(stubs_at + 16*len(externals) + 1, mmap.PAGESIZE)
@@ -93,10 +96,10 @@ class ElfImage:
       for j in range(sec[5] // 24):
         off, info, addend = _unpack("<QQq", obj, sec[4] + j*24, "relocation")
         typ, k = info & 0xffffffff, info >> 32
-        if off + 8 > tsize and not (off + 4 <= tsize and typ != R_64): raise ElfError(f"malformed ELF: relocation at {off} is outside its section")
+        if off + (8 if typ in (R_64, R_PC64) else 4) > tsize: raise ElfError(f"malformed ELF: relocation at {off} is outside its section")
         p = self.addr + target + off
         if typ in R_GOT:
-          if syms[k][3] != 0: raise ElfError("GOT relocation of a symbol the object defines")
+          if k >= len(syms) or syms[k][3] != 0: raise ElfError("GOT relocation of a symbol the object doesn't import")
           s, pcrel = stub[name_of(syms[k][0])] + 6, True
         else: s, pcrel = sym_addr(k), typ in (R_PC32, R_PLT32, R_PC64)
         v = s + addend - (p if pcrel else 0)
