@@ -50,10 +50,13 @@ def _info(getter, obj:Any, param:int, *pre:Any) -> bytes:
 
 class GPUAllocator(LRUAllocator[int]):
   def __init__(self, dev:GPUDevice):
-    self.dev = dev
+    self.dev, self.host_backed = dev, set[int]()
     super().__init__()
   def _alloc(self, size:int, options:BufferSpec) -> int:
-    if options.external_ptr is not None: raise RuntimeError("GPU buffers can't wrap host memory (external_ptr)")
+    if options.external_ptr is not None:
+      # CL_MEM_USE_HOST_PTR: the driver works in (or mirrors) memory the caller owns; launches on it finish before returning
+      self.host_backed.add(ret := checked("clCreateBuffer", _cl().clCreateBuffer, self.dev.context, 1 | 8, size, options.external_ptr))
+      return ret
     # CL_MEM_READ_WRITE; an empty buffer is invalid in OpenCL, so 0 bytes takes 1
     return checked("clCreateBuffer", _cl().clCreateBuffer, self.dev.context, 1, max(size, 1), None)
   def _free(self, opaque:int, options:BufferSpec) -> None: check(_cl().clReleaseMemObject(opaque), "clReleaseMemObject")
@@ -117,7 +120,9 @@ class GPUProgram:
     evt = ctypes.c_void_p()
     check(cl.clEnqueueNDRangeKernel(self.dev.queue, self.kernel, len(gsz), None, (ctypes.c_size_t * len(gsz))(*gsz),
                                     (ctypes.c_size_t * len(lsz))(*lsz), 0, None, ctypes.byref(evt) if wait else None), f"launch of {self.name}")
-    if not wait: return None
+    if not wait:
+      if not self.dev.allocator.host_backed.isdisjoint(bufs): self.dev.synchronize()
+      return None
     check(cl.clWaitForEvents(1, ctypes.byref(evt)), "clWaitForEvents")
     start, end = [ctypes.c_uint64.from_buffer_copy(_info(cl.clGetEventProfilingInfo, evt, p)).value for p in (0x1282, 0x1283)]
     cl.clReleaseEvent(evt)
@@ -153,6 +158,7 @@ class GPUDevice(Compiled):
     renderer.local_max = tuple(ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1005), i*8).value for i in range(3))
     renderer.shared_max = ctypes.c_uint64.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1023)).value
     self.max_workgroup = ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1004)).value
+    self.allocator: GPUAllocator
     super().__init__(device, GPUAllocator(self), renderer, GPUCompiler(self), functools.partial(GPUProgram, self))
   def supports_dtype(self, dt:DType) -> bool:
     # double is optional in OpenCL C; half without cl_khr_fp16, bfloat16 and fp8 are stored as bits and computed in float
