@@ -1,11 +1,33 @@
 # fixtures every test file may use
+import os
 import pytest
-from tinygrad.device import Device
+from tinygrad.device import Device, is_dtype_supported
+from tinygrad.dtype import DType
 
-# run a test on each device: it becomes Device.DEFAULT for the test
-@pytest.fixture(params=["CPU", "PYTHON"])
+# run a test on each device: it becomes Device.DEFAULT for the test. A device that can't open here (no library, no hardware) is skipped,
+# and so is a test whose parameters name a dtype the device doesn't hold
+@pytest.fixture(params=["CPU", "PYTHON", "LLVM", "GPU"])
 def device(request, monkeypatch):
   try: Device[request.param]
   except Exception as e: pytest.skip(f"device {request.param} is not available: {e}")
+  params = getattr(request.node, "callspec", None)
+  for dt in (v for v in (params.params.values() if params is not None else ()) if isinstance(v, DType)):
+    if not is_dtype_supported(dt, request.param): pytest.skip(f"{request.param} does not support {dt}")
   monkeypatch.setitem(Device.__dict__, "DEFAULT", request.param)
   return request.param
+
+# devices whose every kernel takes long to compile (PoCL builds each OpenCL program with clang and links its builtins: ~0.3 s) run a
+# representative subset: of each test's parametrizations, those that bring a parameter value not seen yet, so every op, dtype and shape
+# a test names still runs on them. FULL_DEVICE_TESTS=1 runs everything.
+SUBSET_DEVICES = ("GPU",)
+
+def pytest_collection_modifyitems(config, items):
+  if os.environ.get("FULL_DEVICE_TESTS"): return
+  seen: dict[tuple[str, str], set[tuple[str, str]]] = {}
+  for item in items:
+    params = getattr(item, "callspec", None)
+    if params is None or (dev := params.params.get("device")) not in SUBSET_DEVICES: continue
+    vals = {(k, repr(v)) for k, v in params.params.items() if k != "device"}
+    got = seen.setdefault((item.module.__name__ if item.module else "", item.originalname), set())
+    if vals and vals <= got: item.add_marker(pytest.mark.skip(reason=f"representative subset on {dev} (FULL_DEVICE_TESTS=1 runs all)"))
+    got |= vals

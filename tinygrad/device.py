@@ -8,8 +8,9 @@ from tinygrad.dtype import DType, ImageDType, dtypes
 
 # **************** Device ****************
 
-# tried in this order when no device is named in the environment; PYTHON (the emulator) is never picked by default
-DEFAULT_PREFERENCE = ("METAL", "AMD", "NV", "CUDA", "GPU", "LLVM", "CPU")
+# tried in this order when no device is named in the environment; PYTHON (the emulator) is never picked by default. A device that opens but
+# says it shouldn't be the default (CPU without a C compiler: LLVM takes over; OpenCL on the host CPU, like PoCL) is passed over
+DEFAULT_PREFERENCE = ("METAL", "AMD", "NV", "CUDA", "GPU", "CPU", "LLVM")
 
 class _Device:
   def __init__(self) -> None:
@@ -48,8 +49,7 @@ class _Device:
     for d in DEFAULT_PREFERENCE:
       if d not in self._devices: continue
       try:
-        self[d]
-        return d
+        if getattr(self[d], "default_ok", True): return d
       except Exception as e:
         if DEBUG >= 2: print(f"device {d} is not usable: {e!r}")
     raise RuntimeError(f"no usable device found among {', '.join(x for x in DEFAULT_PREFERENCE if x in self._devices)}; set one with e.g. CPU=1")

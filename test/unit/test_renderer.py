@@ -381,7 +381,7 @@ def _gpu_kernel() -> list[UOp]:
 
 @pytest.mark.parametrize("ren,expect", [
   (OpenCLRenderer, ["__kernel void k(__global float* data0, __global half* data1, const int n)", "get_group_id(0)", "get_local_id(0)",
-                    "__local float temp0[16];", "barrier(CLK_LOCAL_MEM_FENCE);", "cl_khr_fp16", "(__local float4*)", ".s1", "INFINITY"]),
+                    "__local float temp0[16];", "barrier(CLK_LOCAL_MEM_FENCE);", "cl_khr_fp16", "vload4(0, temp0)", ".s1", "INFINITY"]),
   (CUDARenderer, ['extern "C" __global__ void __launch_bounds__(16) k(float* data0, half* data1, const int n)', "blockIdx.x", "threadIdx.x",
                   "__shared__", "__syncthreads();", "cuda_fp16.h", "(float4*)", ".y"]),
   (MetalRenderer, ["kernel void k(device float* data0, device half* data1, constant int& n, uint3 gid [[threadgroup_position_in_grid]], "

@@ -252,7 +252,7 @@ class CStyleLanguage(Renderer):
     if (st := self.storage_types.get(elem)) is not None:
       val = f"{st[1]}(*{addr})" if cnt == 1 else self.render_vectorize([f"{st[1]}({addr}[{i}])" for i in range(cnt)], x.dtype)
     elif cnt == 1: val = f"(*{addr})"
-    elif cnt & (cnt-1) == 0: val = f"(*(({self._ptr_prefix(buf)}{self.render_dtype(x.dtype)}*){addr}))"
+    elif cnt & (cnt-1) == 0: val = self.render_vload(addr, buf, x.dtype)
     else: val = self.render_vectorize([f"{addr}[{i}]" for i in range(cnt)], x.dtype)
     if (gate := mem_gate(x)) is None: return val
     alt = ctx.r[a] if (a := load_alt(x)) is not None else self.render_const(0, x.dtype)
@@ -264,9 +264,12 @@ class CStyleLanguage(Renderer):
     if (st := self.storage_types.get(elem)) is not None:
       stmt = f"*{addr} = {st[2]}({v});" if cnt == 1 else " ".join(f"{addr}[{i}] = {st[2]}({ctx.lane(val, i)});" for i in range(cnt))
     elif cnt == 1: stmt = f"*{addr} = {v};"
-    elif cnt & (cnt-1) == 0: stmt = f"*(({self._ptr_prefix(buf)}{self.render_dtype(val.dtype)}*){addr}) = {v};"
+    elif cnt & (cnt-1) == 0: stmt = self.render_vstore(addr, buf, v, val.dtype)
     else: stmt = " ".join(f"{addr}[{i}] = {ctx.lane(val, i)};" for i in range(cnt))
     return f"if ({ctx.r[gate]}) {{ {stmt} }}" if (gate := mem_gate(x)) is not None else stmt
+  # a whole vector at an element's address (the expander makes them where lanes are consecutive)
+  def render_vload(self, addr:str, buf:UOp, dt:DType) -> str: return f"(*(({self._ptr_prefix(buf)}{self.render_dtype(dt)}*){addr}))"
+  def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str: return f"*(({self._ptr_prefix(buf)}{self.render_dtype(dt)}*){addr}) = {v};"
   def render_cast_uop(self, ctx:CStyleCtx, x:UOp) -> str:
     src = x.src[0]
     if isinstance(x.dtype, PtrDType): return f"(({self._ptr_prefix(buffer_of(src))}{self.render_dtype(x.dtype.base)}*){ctx.r[src]})"
@@ -446,6 +449,11 @@ _C_HELPERS: dict[str, str] = {
   return s | (r > 0x7b ? 0x7c : r);                                 /* past 57344 (and inf): inf */
 }"""}
 
+def _storage_helpers(ren:CStyleLanguage, uops:list[UOp]) -> list[str]:
+  # the bits<->float conversions of the storage-only types the kernel touches
+  used = {st for u in uops for d in (u.dtype, *(s.dtype for s in u.src)) if (st := ren.storage_types.get(d.base.scalar())) is not None}
+  return [_C_HELPERS[fn] for st in sorted(used) for fn in st[1:]]
+
 class ClangRenderer(CStyleLanguage):
   """C for the CPU device: one function over plain pointers, vectors as GCC vector extensions, half and bfloat16 stored as 16-bit ints."""
   device = "CPU"
@@ -479,8 +487,7 @@ class ClangRenderer(CStyleLanguage):
       # vector_size (not ext_vector_type) so gcc compiles it too; aligned to the element so any element address can be cast to it
       base, sz = "unsigned char" if dt.scalar() == dtypes.bool else self.render_dtype(dt.scalar()), dt.scalar().itemsize
       ret.append(f"typedef {base} {dt.name} __attribute__((aligned({sz}), vector_size({_next_pow2(dt.count)*sz})));")
-    used = {st for u in uops for d in (u.dtype, *(s.dtype for s in u.src)) if (st := self.storage_types.get(d.base.scalar())) is not None}
-    return ret + [_C_HELPERS[fn] for st in sorted(used) for fn in st[1:]]
+    return ret + _storage_helpers(self, uops)
   def render_alu(self, ctx:CStyleCtx, x:UOp) -> str:
     # GNU vector arithmetic: one SIMD instruction per op instead of lane-by-lane expressions
     if x.dtype.count > 1 and x.op in VECTOR_ALU_OPS and x.dtype.scalar() in VECTOR_ALU_DTYPES:
@@ -503,13 +510,28 @@ class OpenCLRenderer(CStyleLanguage):
   type_map = {dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.uint16: "ushort", dtypes.uint32: "uint", dtypes.uint64: "ulong"}
   mem_type_map = {dtypes.bool: "uchar"}   # bool pointers can't be kernel arguments
   int_suffix = {dtypes.int64: "l", dtypes.uint64: "ul", dtypes.uint32: "u"}
+  # OpenCL C has no bfloat16 or fp8: they are kept as bits and computed in float like on CPU (and half too where cl_khr_fp16 is missing)
+  storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k != dtypes.float16}
+  def __init__(self, fp16:bool=True):
+    self.fp16 = fp16
+    if not fp16: self.storage_types = {**self.storage_types, dtypes.float16: ClangRenderer.storage_types[dtypes.float16]}
+  def __reduce__(self): return self.__class__, (self.fp16,)
+  vector_alu_lanes = 4
   def vector_name(self, dt:DType) -> str: return f"{self.render_dtype(dt.scalar())}{dt.count}"
   def render_lane(self, expr:str, i:int) -> str: return f"{expr}.s{i:x}"
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"as_{self.render_dtype(to_dt)}({expr})"
+  # vloadN/vstoreN need only the element's alignment, where a float4* dereference needs 16 bytes
+  def render_vload(self, addr:str, buf:UOp, dt:DType) -> str: return f"vload{dt.count}(0, {addr})"
+  def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str: return f"vstore{dt.count}({v}, 0, {addr});"
+  def render_alu(self, ctx:CStyleCtx, x:UOp) -> str:
+    # OpenCL C computes on its vector types as a whole
+    if x.dtype.count > 1 and x.op in VECTOR_ALU_OPS and x.dtype.scalar() in VECTOR_ALU_DTYPES:
+      return self.code_for_op[x.op](*[ctx.r[s] for s in x.src], dtype=x.dtype)
+    return super().render_alu(ctx, x)
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:
     dts = {d.base.scalar() for u in uops for d in (u.dtype,)}
-    return (["#pragma OPENCL EXTENSION cl_khr_fp16 : enable"] if dtypes.float16 in dts else []) + \
-           (["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if dtypes.float64 in dts else [])
+    return (["#pragma OPENCL EXTENSION cl_khr_fp16 : enable"] if dtypes.float16 in dts and self.fp16 else []) + \
+           (["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if dtypes.float64 in dts else []) + _storage_helpers(self, uops)
 
 _PTX_TYPE = {dtypes.half: "f16", dtypes.bfloat16: "bf16", dtypes.float: "f32"}
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 import ctypes, functools, hashlib, os, pathlib, platform, shlex, shutil, subprocess, tempfile, threading, time
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 from tinygrad.device import Compiled, CompileError, Compiler, MallocAllocator
 from tinygrad.helpers import CPU_THREADS, cpu_objdump, temp
 
@@ -100,3 +101,4 @@ class CPUDevice(Compiled):
     renderer.simd_bytes = host_simd_bytes()
     # graph=True: TinyJit replays runs of kernels through the generic GraphRunner, one batch with no per-kernel bookkeeping
     super().__init__(device, MallocAllocator, renderer, CPUCompiler(), CPUProgram, graph=True)
+    self.default_ok = cast(CPUCompiler, self.compiler).cc is not None   # without a C compiler the default is LLVM

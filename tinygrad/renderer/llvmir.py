@@ -1,0 +1,298 @@
+"""LLVM IR for the LLVM device: one function over opaque pointers, loops as phi-counted blocks, accumulators as allocas (mem2reg makes them
+registers), upcast lanes as IR vectors. half and bfloat16 are stored as i16 and computed in float, rounded after every op, like the C renderer."""
+from __future__ import annotations
+import math, struct
+from typing import Any, cast
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.dtype import DType, PtrDType, dtypes, truncate
+from tinygrad.renderer import Renderer
+from tinygrad.renderer.cstyle import with_sources, index_of, buffer_of, mem_gate, load_alt, _nonzero_const, _EXACT_OPS, _BOOL_OPS
+
+_STORED = (dtypes.float16, dtypes.bfloat16)   # i16 in memory, float in registers
+_INT = {1: "i8", 2: "i16", 4: "i32", 8: "i64"}
+_FLOAT = {dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "float", dtypes.bfloat16: "float"}
+
+def ltype(dt:DType, mem:bool=False) -> str:
+  """The LLVM type of a value (or of a buffer element with mem=True)."""
+  if isinstance(dt, PtrDType): return "ptr"
+  s = dt.scalar()
+  if s == dtypes.bool: base = "i8" if mem else "i1"
+  elif s in _STORED: base = "i16" if mem else "float"
+  elif dtypes.is_float(s): base = _FLOAT[s]
+  else: base = _INT[s.itemsize]
+  return f"<{dt.count} x {base}>" if dt.count > 1 else base
+
+def lconst(x:Any, dt:DType) -> str:
+  """A literal of value type dt: floats in hex (exact, and the only way to write inf and nan), ints as their two's complement."""
+  if dt.count > 1:
+    return "<" + ", ".join(f"{ltype(dt.scalar())} {lconst(v, dt.scalar())}" for v in (x if isinstance(x, tuple) else [x]*dt.count)) + ">"
+  if dt == dtypes.bool: return "true" if x else "false"
+  if dtypes.is_float(dt):
+    v = truncate[dt](float(x))
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v if not math.isnan(v) else math.nan))[0]
+  bits = dt.itemsize*8
+  v = int(x) & ((1 << bits) - 1)
+  return str(v - (1 << bits) if v >> (bits-1) else v)
+
+class LLVMCtx:
+  def __init__(self) -> None:
+    self.r: dict[UOp, str] = {}
+    self.lines: list[str] = []
+    self.allocas: list[str] = []
+    self.mutable: set[UOp] = set()     # accumulators: r holds their alloca, every read is a load
+    self.intrinsics: set[str] = set()
+    self.block, self.n = "entry", 0
+  def tmp(self) -> str:
+    self.n += 1
+    return f"%v{self.n}"
+  def emit(self, rhs:str) -> str:
+    self.lines.append(f"  {(nm := self.tmp())} = {rhs}")
+    return nm
+  def label(self, nm:str) -> None:
+    self.lines.append(f"{nm}:")
+    self.block = nm
+  def val(self, u:UOp) -> str:
+    if u in self.mutable: return self.emit(f"load {ltype(u.dtype)}, ptr {self.r[u]}")
+    return self.r[u]
+  def call(self, fn:str, dt:DType, *args:str) -> str:
+    t = ltype(dt)
+    name = f"llvm.{fn}." + (f"v{dt.count}" if dt.count > 1 else "") + {"float": "f32", "double": "f64"}[ltype(dt.scalar())]
+    self.intrinsics.add(f"declare {t} @{name}({', '.join([t]*len(args))})")
+    return self.emit(f"call {t} @{name}({', '.join(f'{t} {a}' for a in args)})")
+
+# ***** conversions between memory bits and register values *****
+
+def round_stored(ctx:LLVMCtx, v:str, dt:DType) -> str:
+  """A float value rounded to half or bfloat16 (nearest even), still a float: every result of those types goes through here."""
+  return from_mem(ctx, to_mem(ctx, v, dt), dt)
+
+def to_mem(ctx:LLVMCtx, v:str, dt:DType) -> str:
+  s, n = dt.scalar(), dt.count
+  if s == dtypes.bool: return ctx.emit(f"zext {ltype(dt)} {v} to {ltype(dt, True)}")
+  if s == dtypes.float16:
+    h = ctx.emit(f"fptrunc {ltype(dt)} {v} to {'<%d x half>' % n if n > 1 else 'half'}")
+    return ctx.emit(f"bitcast {'<%d x half>' % n if n > 1 else 'half'} {h} to {ltype(dt, True)}")
+  if s == dtypes.bfloat16:
+    i32, bt = ltype(dtypes.uint32.vec(n)), ltype(dtypes.bool.vec(n))
+    def u32(c:int) -> str: return lconst(c, dtypes.uint32.vec(n))
+    b = ctx.emit(f"bitcast {ltype(dt)} {v} to {i32}")
+    # round to nearest even: add 0x7fff and the lowest kept bit; a nan keeps its top bits and is made quiet
+    hi = ctx.emit(f"lshr {i32} {b}, {u32(16)}")
+    lsb = ctx.emit(f"and {i32} {hi}, {u32(1)}")
+    biased = ctx.emit(f"add {i32} {b}, {u32(0x7fff)}")
+    rnd = ctx.emit(f"lshr {i32} {ctx.emit(f'add {i32} {biased}, {lsb}')}, {u32(16)}")
+    qnan = ctx.emit(f"or {i32} {hi}, {u32(0x40)}")
+    isnan = ctx.emit(f"fcmp uno {ltype(dt)} {v}, {v}")
+    return ctx.emit(f"trunc {i32} {ctx.emit(f'select {bt} {isnan}, {i32} {qnan}, {i32} {rnd}')} to {ltype(dt, True)}")
+  return v
+
+def from_mem(ctx:LLVMCtx, v:str, dt:DType) -> str:
+  s, n = dt.scalar(), dt.count
+  if s == dtypes.bool: return ctx.emit(f"trunc {ltype(dt, True)} {v} to {ltype(dt)}")
+  if s == dtypes.float16:
+    h = ctx.emit(f"bitcast {ltype(dt, True)} {v} to {'<%d x half>' % n if n > 1 else 'half'}")
+    return ctx.emit(f"fpext {'<%d x half>' % n if n > 1 else 'half'} {h} to {ltype(dt)}")
+  if s == dtypes.bfloat16:
+    i32 = ltype(dtypes.uint32.vec(n))
+    wide = ctx.emit(f"zext {ltype(dt, True)} {v} to {i32}")
+    return ctx.emit(f"bitcast {i32} {ctx.emit(f'shl {i32} {wide}, {lconst(16, dtypes.uint32.vec(n))}')} to {ltype(dt)}")
+  return v
+
+# ***** one uop -> IR lines (appended to ctx), returning its value's name or literal *****
+
+def _guarded(ctx:LLVMCtx, x:UOp, op:str, a:str, b:str) -> str:
+  # int / and % by 0 give 0 (as on CPU and PYTHON) instead of LLVM's undefined behaviour: divide by 1 there, then pick 0
+  t = ltype(x.dtype)
+  if _nonzero_const(x.src[1]): return ctx.emit(f"{op} {t} {a}, {b}")
+  z = ctx.emit(f"icmp eq {t} {b}, {lconst(0, x.dtype)}")
+  q = ctx.emit(f"{op} {t} {a}, {ctx.emit(f'select {ltype(dtypes.bool.vec(x.dtype.count))} {z}, {t} {lconst(1, x.dtype)}, {t} {b}')}")
+  return ctx.emit(f"select {ltype(dtypes.bool.vec(x.dtype.count))} {z}, {t} {lconst(0, x.dtype)}, {t} {q}")
+
+def render_alu(ctx:LLVMCtx, x:UOp) -> str:
+  sdt = x.src[-1].dtype if x.op is Ops.WHERE else x.src[0].dtype   # the operands' dtype (comparisons give bools)
+  s, t, ops = sdt.scalar(), ltype(sdt), [ctx.val(v) for v in x.src]
+  op = _BOOL_OPS.get(x.op, x.op) if s == dtypes.bool else x.op
+  isf, uns = dtypes.is_float(s), dtypes.is_unsigned(s) or s == dtypes.bool
+  a, b = ops[0], ops[-1]
+  if op is Ops.WHERE: ret = ctx.emit(f"select {ltype(x.src[0].dtype)} {ops[0]}, {t} {ops[1]}, {t} {ops[2]}")
+  elif op is Ops.MAX:
+    gt = ctx.emit(f"fcmp ogt {t} {b}, {a}" if isf else f"icmp {'u' if uns else 's'}gt {t} {b}, {a}")
+    ret = ctx.emit(f"select {ltype(dtypes.bool.vec(sdt.count))} {gt}, {t} {b}, {t} {a}")
+  elif op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
+    cmp = {Ops.CMPLT: "olt", Ops.CMPNE: "une", Ops.CMPEQ: "oeq"}[op] if isf else {Ops.CMPLT: "ult" if uns else "slt", Ops.CMPNE: "ne",
+                                                                                    Ops.CMPEQ: "eq"}[op]
+    ret = ctx.emit(f"{'f' if isf else 'i'}cmp {cmp} {t} {a}, {b}")
+  elif op is Ops.NEG:
+    ret = ctx.emit(f"fneg {t} {a}" if isf else f"xor {t} {a}, {lconst(True, sdt)}" if s == dtypes.bool else f"sub {t} {lconst(0, sdt)}, {a}")
+  elif op is Ops.RECIP: ret = ctx.emit(f"fdiv {t} {lconst(1.0, sdt)}, {a}")
+  elif op in (Ops.SQRT, Ops.TRUNC): ret = ctx.call(op.name.lower(), sdt, a)
+  elif op is Ops.MULACC: ret = ctx.call("fmuladd", sdt, *ops) if isf else ctx.emit(f"add {t} {ctx.emit(f'mul {t} {ops[0]}, {ops[1]}')}, {ops[2]}")
+  elif op in (Ops.IDIV, Ops.MOD) and not isf: ret = _guarded(ctx, x, ("u" if uns else "s") + ("div" if op is Ops.IDIV else "rem"), a, b)
+  else:
+    name = {Ops.ADD: "add", Ops.SUB: "sub", Ops.MUL: "mul", Ops.FDIV: "div", Ops.MOD: "rem", Ops.AND: "and", Ops.OR: "or", Ops.XOR: "xor",
+            Ops.SHL: "shl", Ops.SHR: "lshr" if uns else "ashr"}[op]
+    ret = ctx.emit(f"{'f' if isf else ''}{name} {t} {a}, {b}")
+  return round_stored(ctx, ret, x.dtype) if x.dtype.scalar() in _STORED and x.op not in _EXACT_OPS else ret
+
+def render_cast(ctx:LLVMCtx, x:UOp) -> str:
+  if isinstance(x.dtype, PtrDType): return ctx.val(x.src[0])   # pointers are opaque
+  fd, td, v = x.src[0].dtype, x.dtype, ctx.val(x.src[0])
+  f, t, ft, tt = fd.scalar(), td.scalar(), ltype(fd), ltype(td)
+  if ft == tt: ret = v
+  elif t == dtypes.bool: ret = ctx.emit(f"fcmp une {ft} {v}, {lconst(0.0, fd)}" if dtypes.is_float(f) else f"icmp ne {ft} {v}, {lconst(0, fd)}")
+  elif dtypes.is_float(f) and dtypes.is_float(t): ret = ctx.emit(f"{'fpext' if t.itemsize > f.itemsize else 'fptrunc'} {ft} {v} to {tt}")
+  elif dtypes.is_float(f): ret = ctx.emit(f"fpto{'u' if dtypes.is_unsigned(t) else 's'}i {ft} {v} to {tt}")
+  elif dtypes.is_float(t): ret = ctx.emit(f"{'u' if dtypes.is_unsigned(f) or f == dtypes.bool else 's'}itofp {ft} {v} to {tt}")
+  elif f == dtypes.bool or t.itemsize > f.itemsize: ret = ctx.emit(f"{'z' if dtypes.is_unsigned(f) or f == dtypes.bool else 's'}ext {ft} {v} to {tt}")
+  else: ret = ctx.emit(f"trunc {ft} {v} to {tt}")
+  return round_stored(ctx, ret, td) if t in _STORED and f != t else ret
+
+def render_bitcast(ctx:LLVMCtx, x:UOp) -> str:
+  # through the memory representation: half and bfloat16 are their 16 bits there
+  fd, td = x.src[0].dtype, x.dtype
+  bits = to_mem(ctx, ctx.val(x.src[0]), fd)
+  if ltype(fd, True) != ltype(td, True): bits = ctx.emit(f"bitcast {ltype(fd, True)} {bits} to {ltype(td, True)}")
+  return from_mem(ctx, bits, td)
+
+def _gated(ctx:LLVMCtx, gate:UOp|None, body, alt:str|None=None, t:str="") -> str:
+  """body() in a block that runs only where gate is true; a value it returns meets alt in a phi after it."""
+  if gate is None: return body()
+  ctx.n += 1
+  n, g = ctx.n, ctx.val(gate)
+  if gate.dtype.count != 1: raise NotImplementedError("LLVM renderer: a gate per lane")
+  pre = ctx.block
+  ctx.lines.append(f"  br i1 {g}, label %gated{n}, label %gend{n}")
+  ctx.label(f"gated{n}")
+  ret = body()
+  inner = ctx.block
+  ctx.lines.append(f"  br label %gend{n}")
+  ctx.label(f"gend{n}")
+  return ctx.emit(f"phi {t} [{ret}, %{inner}], [{alt}, %{pre}]") if alt is not None else ""
+
+def render_load(ctx:LLVMCtx, x:UOp) -> str:
+  idx = index_of(x.src[0])
+  elem = cast(PtrDType, buffer_of(idx).dtype).base.scalar()
+  dt = elem.vec(x.dtype.count)
+  def body() -> str: return from_mem(ctx, ctx.emit(f"load {ltype(dt, True)}, ptr {ctx.r[idx]}, align {elem.itemsize}"), dt)
+  alt = ctx.val(a) if (a := load_alt(x)) is not None else lconst(0, x.dtype)
+  return _gated(ctx, mem_gate(x), body, alt, ltype(x.dtype))
+
+def render_store(ctx:LLVMCtx, x:UOp) -> str:
+  idx, val = index_of(x.src[0]), x.src[1]
+  elem = cast(PtrDType, buffer_of(idx).dtype).base.scalar()
+  dt = elem.vec(val.dtype.count)
+  def body() -> str:
+    ctx.lines.append(f"  store {ltype(dt, True)} {to_mem(ctx, ctx.val(val), dt)}, ptr {ctx.r[idx]}, align {elem.itemsize}")
+    return ""
+  return _gated(ctx, mem_gate(x), body)
+
+def render_index(ctx:LLVMCtx, x:UOp) -> str:
+  if x.src[1].op is Ops.CONST and x.src[1].arg == 0: return ctx.r[x.src[0]]
+  elem = ltype(cast(PtrDType, buffer_of(x).dtype).base.scalar(), True)
+  return ctx.emit(f"getelementptr inbounds {elem}, ptr {ctx.r[x.src[0]]}, {ltype(x.src[1].dtype)} {ctx.val(x.src[1])}")
+
+def render_range(ctx:LLVMCtx, x:UOp) -> str:
+  ctx.n += 1
+  n, t, end, pre = ctx.n, ltype(x.dtype), ctx.val(x.src[0]), ctx.block
+  ctx.lines.append(f"  br label %loop{n}")
+  ctx.label(f"loop{n}")
+  ctx.lines.append(f"  %ridx{n} = phi {t} [0, %{pre}], [%ridx{n}.next, %latch{n}]")
+  ctx.lines.append(f"  br i1 {ctx.emit(f'icmp slt {t} %ridx{n}, {end}')}, label %body{n}, label %exit{n}")
+  ctx.label(f"body{n}")
+  return f"%ridx{n}"
+
+def render_endrange(ctx:LLVMCtx, x:UOp) -> str:
+  n = ctx.r[x.src[0]][len("%ridx"):]
+  ctx.lines += [f"  br label %latch{n}", f"latch{n}:", f"  %ridx{n}.next = add nsw {ltype(x.src[0].dtype)} %ridx{n}, 1", f"  br label %loop{n}"]
+  ctx.label(f"exit{n}")
+  return ""
+
+def render_if(ctx:LLVMCtx, x:UOp) -> str:
+  ctx.n += 1
+  ctx.lines.append(f"  br i1 {ctx.val(x.src[0])}, label %if{ctx.n}, label %endif{ctx.n}")
+  ctx.label(f"if{ctx.n}")
+  return f"{ctx.n}"
+
+def render_endif(ctx:LLVMCtx, x:UOp) -> str:
+  ctx.lines.append(f"  br label %endif{ctx.r[x.src[0]]}")
+  ctx.label(f"endif{ctx.r[x.src[0]]}")
+  return ""
+
+def render_acc(ctx:LLVMCtx, x:UOp) -> str:
+  ctx.n += 1
+  ctx.allocas.append(f"  %acc{ctx.n} = alloca {ltype(x.dtype)}, align {x.dtype.itemsize}")
+  ctx.lines.append(f"  store {ltype(x.dtype)} {ctx.val(x.src[0])}, ptr %acc{ctx.n}")
+  ctx.mutable.add(x)
+  return f"%acc{ctx.n}"
+
+def render_assign(ctx:LLVMCtx, x:UOp) -> str:
+  ctx.lines.append(f"  store {ltype(x.dtype)} {ctx.val(x.src[1])}, ptr {ctx.r[x.src[0]]}")
+  ctx.mutable.add(x)
+  return ctx.r[x.src[0]]
+
+def render_vectorize(ctx:LLVMCtx, x:UOp) -> str:
+  ret, t, st = "undef", ltype(x.dtype), ltype(x.dtype.scalar())
+  for i, s in enumerate(x.src): ret = ctx.emit(f"insertelement {t} {ret}, {st} {ctx.val(s)}, i32 {i}")
+  return ret
+
+def render_gep(ctx:LLVMCtx, x:UOp) -> str:
+  t, v = ltype(x.src[0].dtype), ctx.val(x.src[0])
+  if len(x.arg) == 1: return ctx.emit(f"extractelement {t} {v}, i32 {x.arg[0]}")
+  return ctx.emit(f"shufflevector {t} {v}, {t} undef, <{len(x.arg)} x i32> <{', '.join(f'i32 {i}' for i in x.arg)}>")
+
+def render_special(ctx:LLVMCtx, x:UOp) -> str:
+  if x.arg[0] != "core_id": raise NotImplementedError(f"LLVM renderer: no thread index {x.arg[0]}")
+  return "%core_id"
+
+llvm_rewrite = PatternMatcher([
+  (UPat((Ops.CONST, Ops.VCONST), name="x"), lambda ctx, x: lconst(x.arg, x.dtype)),
+  (UPat(Ops.SPECIAL, name="x"), render_special),
+  (UPat(Ops.RANGE, name="x"), render_range),
+  (UPat(Ops.ENDRANGE, name="x"), render_endrange),
+  (UPat(Ops.IF, name="x"), render_if),
+  (UPat(Ops.ENDIF, name="x"), render_endif),
+  (UPat((Ops.BARRIER, Ops.SINK)), lambda ctx: ""),
+  (UPat(Ops.DEFINE_ACC, name="x"), render_acc),
+  (UPat(Ops.ASSIGN, name="x"), render_assign),
+  (UPat(Ops.INDEX, name="x"), render_index),
+  (UPat(Ops.LOAD, name="x"), render_load),
+  (UPat(Ops.STORE, name="x"), render_store),
+  (UPat(Ops.CAST, name="x"), render_cast),
+  (UPat(Ops.BITCAST, name="x"), render_bitcast),
+  (UPat(Ops.VECTORIZE, name="x"), render_vectorize),
+  (UPat(Ops.GEP, name="x"), render_gep),
+  (UPat(Ops.NOOP, name="x"), lambda ctx, x: ctx.val(x.src[0])),
+  (UPat(GroupOp.ALU, name="x"), render_alu),
+])
+
+class LLVMRenderer(Renderer):
+  """LLVM IR for the host CPU: like ClangRenderer (plain loops, a thread pool over the outermost axis, vectors for upcast lanes)."""
+  device = "LLVM"
+  has_local = False
+  has_shared = False
+  has_threads = True
+  vector_alu_lanes = 32
+  global_max = None
+  supports_float4 = True
+  # the ops written out above; the rest (exp2, log2, sin, pow, threefry ...) are decomposed before rendering
+  code_for_op = {op: lambda *a, dtype: "" for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE,
+                 Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.TRUNC, Ops.WHERE, Ops.MULACC)}
+  def render(self, name:str, uops:list[UOp]) -> str:
+    ctx = LLVMCtx()
+    uops = with_sources(uops)
+    params: list[str] = []
+    for u in sorted((u for u in uops if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg):
+      params.append(f"ptr noalias align {cast(PtrDType, u.dtype).base.itemsize} %data{u.arg}")
+      ctx.r[u] = f"%data{u.arg}"
+    for u in sorted((u for u in uops if u.op is Ops.DEFINE_VAR), key=lambda u: u.arg[0]):
+      params.append(f"{ltype(u.dtype)} %dv.{u.arg[0]}")
+      ctx.r[u] = f"%dv.{u.arg[0]}"
+    if any(u.op is Ops.SPECIAL and u.arg[0] == "core_id" for u in uops): params.append("i32 %core_id")
+    for u in uops:
+      if u in ctx.r: continue
+      if (s := self.rewrite(ctx, u)) is None: raise NotImplementedError(f"LLVMRenderer can't render {u.op}")
+      ctx.r[u] = s
+    return "\n".join([f"define void @{name}({', '.join(params)}) #0 {{", "entry:", *ctx.allocas, *ctx.lines, "  ret void", "}",
+                      *sorted(ctx.intrinsics), 'attributes #0 = { nounwind "no-trapping-math"="true" }']) + "\n"
+  def rewrite(self, ctx:LLVMCtx, u:UOp) -> str|None: return cast(str|None, llvm_rewrite.rewrite(u, ctx=ctx))
