@@ -3,7 +3,8 @@ from __future__ import annotations
 import contextlib, math, string, struct, weakref, functools, itertools
 from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
-from tinygrad.dtype import float_to_fp8, fp8_to_float
+from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_np_dtype, _from_np_dtype
+from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts import it from here
 from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN
 from tinygrad.uop import Ops
 from tinygrad.uop.mathtraits import MathTrait
@@ -28,18 +29,6 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp]) -> None:
     if new_uop is not t.uop: t.uop = new_uop
 
 # ***** numpy and python value conversion (numpy is imported only by the functions that take or return numpy arrays) *****
-
-def _to_np_dtype(dtype:DType) -> Any:
-  """The numpy dtype of a tinygrad dtype, or None where numpy has none (bfloat16, fp8)."""
-  import numpy as np
-  return np.dtype(dtype.scalar().fmt) if dtype.scalar().fmt is not None else None
-
-def _from_np_dtype(npdtype:Any) -> DType:
-  import numpy as np
-  npdtype = np.dtype(npdtype)
-  for dt in dtypes.all:
-    if dt.fmt is not None and np.dtype(dt.fmt) == npdtype: return dt
-  raise TypeError(f"numpy dtype {npdtype} has no tinygrad dtype; expected one of bool, (u)int8-64, float16/32/64")
 
 def _is_numpy(x:Any) -> bool: return type(x).__module__ == "numpy"
 
@@ -1834,29 +1823,29 @@ class Tensor(MathTrait):
           if cur is None: raise ValueError(f"rearrange: unbalanced ')' in {formula!r}")
           groups.append(cur)
           cur = None
-        elif cur is not None: cur.append(tok)
+        elif cur is not None: cur.append("(...)" if tok == "..." else tok)   # (...) on the right merges the dims ... stands for
         else: groups.append([tok])
       if cur is not None: raise ValueError(f"rearrange: unbalanced '(' in {formula!r}")
       for name in (n for g in groups for n in g):
-        if name not in ("...", "1") and not name.isidentifier(): raise ValueError(f"rearrange: bad axis name {name!r} in {formula!r}")
+        if name not in ("...", "(...)", "1") and not name.isidentifier(): raise ValueError(f"rearrange: bad axis name {name!r} in {formula!r}")
       return groups
     if not isinstance(formula, str): raise TypeError(f"rearrange: the formula must be a str, got {type(formula).__name__}")
     if formula.count("->") != 1: raise ValueError(f"rearrange: the formula must have one '->', got {formula!r}")
     lhs, rhs = (parse(side) for side in formula.replace("\u2026", "...").split("->"))
-    lnames, rnames = [n for g in lhs for n in g if n not in ("1", "...")], [n for g in rhs for n in g if n not in ("1", "...")]
+    lnames, rnames = [[n for g in side for n in g if n not in ("1", "...", "(...)")] for side in (lhs, rhs)]
     if sorted(lnames) != sorted(rnames) or len(set(lnames)) != len(lnames):
       raise ValueError(f"rearrange: both sides must name the same axes once each, got {lnames} -> {rnames}")
-    if [sum(g.count("...") for g in side) for side in (lhs, rhs)] not in ([0, 0], [1, 1]):
+    if [sum(g.count("...") + g.count("(...)") for g in side) for side in (lhs, rhs)] not in ([0, 0], [1, 1]):
       raise ValueError(f"rearrange: '...' must be once on both sides or on neither, got {formula!r}")
     if unknown := set(sizes) - set(lnames): raise ValueError(f"rearrange: sizes given for axes {sorted(unknown)} that the formula doesn't name")
-    if any("..." in g and g != ["..."] for g in lhs): raise ValueError(f"rearrange: '...' can't be inside parentheses on the left in {formula!r}")
+    if any("(...)" in g for g in lhs): raise ValueError(f"rearrange: '...' can't be inside parentheses on the left in {formula!r}")
     has_ell = ["..."] in lhs
     n_ell = self.ndim - (len(lhs) - 1) if has_ell else 0
     if n_ell < 0 or (not has_ell and len(lhs) != self.ndim):
       raise ValueError(f"rearrange: the left side {formula.split('->')[0].strip()!r} has {len(lhs)} axes, the tensor has {self.ndim} dims")
     ell = [f"...{i}" for i in range(n_ell)]
-    def expand_ell(groups:list[list[str]]) -> list[list[str]]:  # a bare ... is one axis per dim, a (...) group on the right merges them
-      return [x for g in groups for x in ([[e] for e in ell] if g == ["..."] else [[m for n in g for m in (ell if n == "..." else [n])]])]
+    def expand_ell(groups:list[list[str]]) -> list[list[str]]:  # a bare ... is one axis per dim, in a group they merge
+      return [x for g in groups for x in ([[e] for e in ell] if g == ["..."] else [[m for n in g for m in (ell if n == "(...)" else [n])]])]
     lhs, rhs = expand_ell(lhs), expand_ell(rhs)
     known: dict[str, int] = dict(sizes)
     for g, size in zip(lhs, self.shape):
