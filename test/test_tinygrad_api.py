@@ -128,7 +128,7 @@ def test_variable_scalars_arange_mean(device):
 # ***** names tinygrad-era code imports *****
 
 def test_helpers_names():
-  from tinygrad.helpers import IGNORE_OOB, FUSE_ARANGE, SPLIT_REDUCEOP, SPLIT_REDUCEOPS, WINO, TRACK_MATCH_STATS, Context, is_numpy_ndarray
+  from tinygrad.helpers import IGNORE_OOB, FUSE_ARANGE, SPLIT_REDUCEOPS, WINO, TRACK_MATCH_STATS, Context, is_numpy_ndarray
   from tinygrad.helpers import cdiv, cmod, getbits, polyN, to_mv, mv_address, from_mv, word_wrap, strip_parens, time_to_str, merge_dicts, fully_flatten
   assert IGNORE_OOB.value == 1 and WINO.value == 0 and FUSE_ARANGE.value == 1 and TRACK_MATCH_STATS.value == 0
   with Context(SPLIT_REDUCEOP=0): assert SPLIT_REDUCEOPS.value == 0   # one flag under both names

@@ -1,5 +1,5 @@
 from __future__ import annotations
-import os, sys, re, time, math, string, functools, itertools, operator, contextlib, contextvars, tempfile, pathlib, platform, pickle, hashlib
+import os, sys, re, time, string, functools, itertools, operator, contextlib, contextvars, tempfile, pathlib, platform, pickle, hashlib
 import sqlite3, ctypes, subprocess, cProfile, pstats, gzip, shutil, http.client, urllib.request, urllib.error
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Generic, Iterable, Iterator, Sequence, TypeVar, TypeGuard, cast
@@ -337,7 +337,8 @@ class tqdm(Generic[T]):
       x /= 1000
     return f"{x:3.1f}Y"
   def format_meter(self, n: int, elapsed: float, ncols: int) -> str:
-    def interval(t: float) -> str: return f"{int(t)//3600:d}:{int(t)//60%60:02d}:{int(t)%60:02d}" if t >= 3600 else f"{int(t)//60:02d}:{int(t)%60:02d}"
+    def interval(t: float) -> str:
+      return f"{int(t)//3600:d}:{int(t)//60%60:02d}:{int(t)%60:02d}" if t >= 3600 else f"{int(t)//60:02d}:{int(t)%60:02d}"
     rate = n / elapsed if elapsed else None
     # a rate below 1/s shows as seconds per unit, as tqdm does
     if rate and 1/rate > 1: rate_str = (self._num(1/rate) if self.unit_scale else f"{1/rate:5.2f}") + f"s/{self.unit}"

@@ -335,7 +335,7 @@ class Tensor(MathTrait):
               for d in range(k)]
     return functools.reduce(Tensor.add, digits).reshape(1 << k).shrink(((0, n),))
   @staticmethod
-  def arange(start:int|float, stop:int|float|None=None, step:int|float=1, dtype:DTypeLike|None=None, device:DeviceLike=None,
+  def arange(start:int|float|UOp, stop:int|float|UOp|None=None, step:int|float=1, dtype:DTypeLike|None=None, device:DeviceLike=None,
              **kwargs) -> Tensor:
     """Values from start (inclusive) to stop (exclusive) by step; ints when all arguments are ints, like torch."""
     if stop is None: start, stop = 0, start
@@ -345,10 +345,10 @@ class Tensor(MathTrait):
     if isinstance(start, UOp) or isinstance(stop, UOp):
       # bound Variables: a symbolic length stop-start (step 1), one kernel for every value; the values are the view's index plus start
       if step != 1: raise NotImplementedError(f"arange with symbolic bounds needs step 1, got {step}")
-      n_sym = stop - start
+      n_sym = cast(UOp, stop - start)
       idx = Tensor._index_range(int(n_sym.vmax), device).shrink(((0, n_sym),))
       return Tensor((idx + start).cast(dt).uop, **kwargs)
-    n = max(0, math.ceil((stop - start) / step))
+    n = max(0, math.ceil(cast(float, stop - start) / step))
     idx = Tensor._index_range(n, device)
     # ints stay exact in int32; anything else is computed in the float dtype (or float32) and cast at the end
     ret = idx * step + start if all_ints and dtypes.is_int(dt) else idx.cast(least_upper_float(dt)) * step + start
