@@ -128,8 +128,8 @@ def op_unary(c:Case, x:Val) -> Val|None:
       b = UNARY_FLOAT[name][2](x.bound) if math.isfinite(x.bound) else math.inf
       return c.out(getattr(x.t, name)(), getattr(torch, name)(x.r.float()), "float32", b, f"{x.name}.{name}()")
     if name == "square" and x.bound ** 2 >= 2**31: return None
-    fns = {"neg": (lambda t: -t, lambda r: -r), "abs": (Tensor.abs, torch.abs), "invert": (lambda t: ~t, lambda r: ~r), "sign": (Tensor.sign, torch.sign),
-           "clamp": (lambda t: t.clamp(-3, 5), lambda r: r.clamp(-3, 5)), "square": (Tensor.square, torch.square), "relu": (Tensor.relu, torch.relu)}
+    fns = {"neg": (lambda t: -t, lambda r: -r), "abs": (Tensor.abs, torch.abs), "invert": (lambda t: ~t, lambda r: ~r),
+           "sign": (Tensor.sign, torch.sign), "clamp": (lambda t: t.clamp(-3, 5), lambda r: r.clamp(-3, 5)), "square": (Tensor.square, torch.square), "relu": (Tensor.relu, torch.relu)}
     tf, rf = fns[name]
     return c.out(tf(x.t), rf(x.r), x.dt, x.bound ** 2 if name == "square" else x.bound + 1, f"{x.name}.{name}()")
   names = [n for n in UNARY_FLOAT if n not in DISABLED_OPS]
@@ -173,7 +173,8 @@ def op_binary(c:Case, x:Val) -> Val|None:
     if name in ("truediv",) and (s == 0 or rev): return None
     if name in ("sub",) and dt == "bool": return None
     tf = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "truediv": lambda a, b: a / b,
-          "maximum": lambda a, b: a.maximum(b) if isinstance(a, Tensor) else b.maximum(a), "minimum": lambda a, b: a.minimum(b) if isinstance(a, Tensor) else b.minimum(a),
+          "maximum": lambda a, b: a.maximum(b) if isinstance(a, Tensor) else b.maximum(a),
+          "minimum": lambda a, b: a.minimum(b) if isinstance(a, Tensor) else b.minimum(a),
           "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b,
           "ne": lambda a, b: a != b}[name]
     rt = x.r.to(TORCH[dt])
