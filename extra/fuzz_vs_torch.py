@@ -129,7 +129,8 @@ def op_unary(c:Case, x:Val) -> Val|None:
       return c.out(getattr(x.t, name)(), getattr(torch, name)(x.r.float()), "float32", b, f"{x.name}.{name}()")
     if name == "square" and x.bound ** 2 >= 2**31: return None
     fns = {"neg": (lambda t: -t, lambda r: -r), "abs": (Tensor.abs, torch.abs), "invert": (lambda t: ~t, lambda r: ~r),
-           "sign": (Tensor.sign, torch.sign), "clamp": (lambda t: t.clamp(-3, 5), lambda r: r.clamp(-3, 5)), "square": (Tensor.square, torch.square), "relu": (Tensor.relu, torch.relu)}
+           "sign": (Tensor.sign, torch.sign), "clamp": (lambda t: t.clamp(-3, 5), lambda r: r.clamp(-3, 5)), "square": (Tensor.square, torch.square),
+           "relu": (Tensor.relu, torch.relu)}
     tf, rf = fns[name]
     return c.out(tf(x.t), rf(x.r), x.dt, x.bound ** 2 if name == "square" else x.bound + 1, f"{x.name}.{name}()")
   names = [n for n in UNARY_FLOAT if n not in DISABLED_OPS]
