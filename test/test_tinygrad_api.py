@@ -52,6 +52,7 @@ def test_pool_asymmetric_padding(device, pads):
   ones = F.pad(torch.ones_like(t), flat)
   want = F.avg_pool2d(F.pad(t, flat), 3, stride=2, divisor_override=1) / F.avg_pool2d(ones, 3, stride=2, divisor_override=1)
   close(Tensor(x).avg_pool2d(3, stride=2, padding=pads, count_include_pad=False), want)
+  close(Tensor(x).max_pool2d(3, stride=2, padding=flat), F.max_pool2d(F.pad(t, flat, value=-math.inf), 3, stride=2))   # tinygrad's flat form
   vals, idx = Tensor(x).max_pool2d(3, stride=2, padding=pads, return_indices=True)
   np.testing.assert_equal(np.take_along_axis(x.reshape(2, 3, -1), idx.numpy().reshape(2, 3, -1), -1), vals.numpy().reshape(2, 3, -1))
 

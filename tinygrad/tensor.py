@@ -2065,6 +2065,9 @@ class Tensor(MathTrait):
     # tinygrad's extension: one (begin, end) pair per spatial dim pads asymmetrically (torch's half-kernel limit is for symmetric padding)
     if isinstance(padding, (tuple, list)) and len(padding) == n and all(isinstance(p, (tuple, list)) for p in padding):
       p_ = tuple(_int_tuple(p, 2, f"padding pair {p!r}", 0) for p in padding)
+    elif isinstance(padding, (tuple, list)) and len(padding) == 2*n:   # flat, last dim first, as F.pad and tinygrad's pools take it
+      flat = _int_tuple(padding, 2*n, "padding", 0)
+      p_ = tuple((flat[2*i], flat[2*i+1]) for i in reversed(range(n)))
     else:
       p_ = tuple((p, p) for p in _int_tuple(padding, n, "padding", 0))
       if any(p > (d*(k-1) + 1) // 2 for k, (p, _), d in zip(k_, p_, d_)):
