@@ -34,12 +34,15 @@ DISABLED_OPS: set[str] = set()
 # Known bugs, each with a minimal repro (a strict xfail) in test/test_fuzz_vs_torch.py. While one is open, the programs steer around
 # it, or a failure that shows its signature counts as that bug instead of a new mismatch. Remove a name here when its repro passes.
 KNOWN_BUGS_OPEN = {"zero_derivative_grad_is_none", "max_min_skip_nan", "acos_asin_grad_outside_domain", "backward_after_realize",
-                   "pow_zero_loses_grad", "std_grad_at_zero_is_nan", "oob_read_after_exp_pad", "grads_at_nonfinite_values"}
+                   "pow_zero_loses_grad", "std_grad_at_zero_is_nan", "oob_read_after_exp_pad", "grads_at_nonfinite_values",
+                   "grad_flows_through_int_cast"}
 KNOWN_BUG_SIGNATURES = {"oob_read_after_exp_pad": "is out of bounds of"}   # PYTHON's bounds check fails the kernel
 if "std_grad_at_zero_is_nan" in KNOWN_BUGS_OPEN: DISABLED_OPS.add("std")
 def known_bug(report:str, c:Case) -> str|None:
   # gradients where a value was nan or inf (sigmoid'(nan) is 0 here, nan in torch; softplus'(inf) ...) are one known bug
   if "grads_at_nonfinite_values" in KNOWN_BUGS_OPEN and c.nonfinite and "Mismatch: gradient of" in report: return "grads_at_nonfinite_values"
+  # a float cast to int or bool passes the gradient through here; torch's int values carry none
+  if "grad_flows_through_int_cast" in KNOWN_BUGS_OPEN and c.int_cast and "Mismatch: gradient of" in report: return "grad_flows_through_int_cast"
   return next((name for name, sig in KNOWN_BUG_SIGNATURES.items() if name in KNOWN_BUGS_OPEN and sig in report), None)
 if "acos_asin_grad_outside_domain" in KNOWN_BUGS_OPEN: DISABLED_OPS |= {"acos", "asin"}
 ZERO_GRAD_MAY_BE_NONE = "zero_derivative_grad_is_none" in KNOWN_BUGS_OPEN   # a used input whose derivative is zero gets None, torch zeros
@@ -59,6 +62,7 @@ class Case:
   inputs: list[tuple[Val, np.ndarray]] = field(default_factory=list)
   nonfinite: bool = False   # some value of the program had a nan or inf (torch's)
   half: bool = False        # some value was float16: compare everything with float16's tolerance
+  int_cast: bool = False    # a float value was cast to int or bool
   def new_input(self, shape:tuple[int, ...], dt:str) -> Val:
     nr = np.random.default_rng(self.rng.getrandbits(32))
     if dt == "bool": a, b = nr.random(shape) > 0.5, 1.0
@@ -364,6 +368,7 @@ def op_cast(c:Case, x:Val) -> Val|None:
   dt = c.rng.choice(DTYPES)
   if is_float(x.dt) and not is_float(dt) and dt != "bool" and not x.bound < 1e6: return None   # float -> int of inf/nan/huge: undefined
   if dt == "float16" and not x.bound < 6e4: return None
+  c.int_cast |= is_float(x.dt) and not is_float(dt)
   return c.out(x.t.cast(TINY[dt]), x.r.to(TORCH[dt]), dt, 1 if dt == "bool" else x.bound + 1, f"{x.name}.cast(dtypes.{dt})")
 
 OPS: dict[str, tuple[float, Callable[[Case, Val], Val|None]]] = {

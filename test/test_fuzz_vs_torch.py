@@ -76,10 +76,18 @@ def _grads_at_nonfinite_values():
     got = x.grad.item()
     assert got == want or (math.isnan(got) and math.isnan(want)), f"{fn.__name__}'({v}) = {got}, torch {want}"
 
+def _grad_flows_through_int_cast():
+  # torch: a cast to int or bool is not differentiable, only the +x path carries a gradient
+  from tinygrad import dtypes
+  x = Tensor([1.5, -2.5], requires_grad=True)
+  (x.cast(dtypes.int32).float() * 3 + x.cast(dtypes.bool).float() + x).sum().backward()
+  assert x.grad.tolist() == [1.0, 1.0]
+
 KNOWN_BUG_REPROS = {"zero_derivative_grad_is_none": _zero_derivative_grad_is_none, "max_min_skip_nan": _max_min_skip_nan,
                     "acos_asin_grad_outside_domain": _acos_asin_grad_outside_domain, "backward_after_realize": _backward_after_realize,
                     "pow_zero_loses_grad": _pow_zero_loses_grad, "std_grad_at_zero_is_nan": _std_grad_at_zero_is_nan,
-                    "oob_read_after_exp_pad": _oob_read_after_exp_pad, "grads_at_nonfinite_values": _grads_at_nonfinite_values}
+                    "oob_read_after_exp_pad": _oob_read_after_exp_pad, "grads_at_nonfinite_values": _grads_at_nonfinite_values,
+                    "grad_flows_through_int_cast": _grad_flows_through_int_cast}
 
 def test_known_bug_list_matches_repros(): assert set(KNOWN_BUG_REPROS) == KNOWN_BUGS_OPEN
 
