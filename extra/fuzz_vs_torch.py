@@ -123,6 +123,10 @@ UNARY_FLOAT: dict[str, tuple[Callable, Callable, Callable[[float], float]]] = {
   "logsigmoid": (Tensor.logsigmoid, F.logsigmoid, lambda b: b + 1), "softsign": (Tensor.softsign, F.softsign, lambda b: 1.0),
 }
 
+UNARY_CODE = {"neg": "-{x}", "invert": "~{x}", "clamp": "{x}.clamp(-1.5, 0.75)", "leaky_relu": "{x}.leaky_relu(0.1)"}
+def unary_code(name:str, x:Val) -> str:
+  return (UNARY_CODE.get(name, "{x}." + name + "()") if is_float(x.dt) or name != "clamp" else "{x}.clamp(-3, 5)").format(x=x.name)
+
 def op_unary(c:Case, x:Val) -> Val|None:
   if x.dt == "bool":
     return c.out(x.t.logical_not(), x.r.logical_not(), "bool", 1, f"{x.name}.logical_not()")
@@ -136,12 +140,14 @@ def op_unary(c:Case, x:Val) -> Val|None:
            "sign": (Tensor.sign, torch.sign), "clamp": (lambda t: t.clamp(-3, 5), lambda r: r.clamp(-3, 5)), "square": (Tensor.square, torch.square),
            "relu": (Tensor.relu, torch.relu)}
     tf, rf = fns[name]
-    return c.out(tf(x.t), rf(x.r), x.dt, x.bound ** 2 if name == "square" else x.bound + 1, f"{x.name}.{name}()")
+    return c.out(tf(x.t), rf(x.r), x.dt, x.bound ** 2 if name == "square" else x.bound + 1, unary_code(name, x))
   names = [n for n in UNARY_FLOAT if n not in DISABLED_OPS]
   name = c.rng.choice(names)
   tf, rf, bf = UNARY_FLOAT[name]
-  return c.out(tf(x.t), rf(x.r), x.dt, bf(x.bound) if math.isfinite(x.bound) else math.inf, f"{x.name}.{name}()")   # nan stays nan
+  return c.out(tf(x.t), rf(x.r), x.dt, bf(x.bound) if math.isfinite(x.bound) else math.inf, unary_code(name, x))   # nan stays nan
 
+SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "and": "&",
+          "or": "|", "xor": "^"}
 BINARY = ["add", "sub", "mul", "truediv", "maximum", "minimum", "lt", "le", "gt", "ge", "eq", "ne", "pow", "and", "or", "xor", "floordiv", "mod"]
 
 def op_binary(c:Case, x:Val) -> Val|None:
@@ -152,7 +158,8 @@ def op_binary(c:Case, x:Val) -> Val|None:
     y = broadcast_partner(c, x, x.dt if c.rng.random() < 0.7 else c.rng.choice(["bool", "int32", "int64"]))
     dt = promote(x.dt, y.dt)
     op = {"and": "__and__", "or": "__or__", "xor": "__xor__"}[name]
-    return c.out(getattr(x.t, op)(y.t), getattr(x.r.to(TORCH[dt]), op)(y.r.to(TORCH[dt])), dt, max(x.bound, y.bound) * 2, f"{x.name} {op} {y.name}")
+    return c.out(getattr(x.t, op)(y.t), getattr(x.r.to(TORCH[dt]), op)(y.r.to(TORCH[dt])), dt, max(x.bound, y.bound) * 2,
+                 f"{x.name} {SYMBOL[name]} {y.name}")
   if name in ("floordiv", "mod"):
     if not is_int(x.dt): return None
     # the divisor is made nonzero on both sides the same way: |y| % 4 + 1 with y an int tensor, or a nonzero scalar
@@ -190,7 +197,9 @@ def op_binary(c:Case, x:Val) -> Val|None:
     out_dt = "bool" if name in ("lt", "le", "gt", "ge", "eq", "ne") else float_of(dt) if name == "truediv" else dt
     if name == "mul" and is_int(out_dt) and x.bound * 3 >= 2**31: return None
     b = x.bound + 3 if name in ("add", "sub", "maximum", "minimum") else x.bound * 3 if name == "mul" else math.inf if name == "truediv" else 1
-    return c.out(tres, rres, out_dt, b, f"{repr(s) + ' ' if rev else x.name + ' '}{name} {x.name if rev else repr(s)}")
+    code = f"{x.name}.{name}({s!r})" if name in ("maximum", "minimum") else \
+           f"{s!r} {SYMBOL[name]} {x.name}" if rev else f"{x.name} {SYMBOL[name]} {s!r}"
+    return c.out(tres, rres, out_dt, b, code)
   y = broadcast_partner(c, x, x.dt if c.rng.random() < 0.6 else c.rng.choice(DTYPES))
   dt = promote(x.dt, y.dt)
   if name == "sub" and dt == "bool": return None
@@ -203,7 +212,8 @@ def op_binary(c:Case, x:Val) -> Val|None:
   else: tres, rres = ops[name](x.t, y.t), ops[name](xr, yr)
   out_dt = "bool" if name in ("lt", "le", "gt", "ge", "eq", "ne") else float_of(dt) if name == "truediv" else dt
   b = {"add": x.bound + y.bound, "sub": x.bound + y.bound, "mul": x.bound * y.bound, "truediv": math.inf}.get(name, max(x.bound, y.bound))
-  return c.out(tres, rres, out_dt, b if out_dt != "bool" else 1, f"{x.name}.{name}({y.name})")
+  code = f"{x.name}.{name}({y.name})" if name in ("maximum", "minimum") else f"{x.name} {SYMBOL[name]} {y.name}"
+  return c.out(tres, rres, out_dt, b if out_dt != "bool" else 1, code)
 
 def op_reduce(c:Case, x:Val) -> Val|None:
   if x.t.ndim == 0 or x.t.numel() == 0: return None
