@@ -143,6 +143,8 @@ def op_unary(c:Case, x:Val) -> Val|None:
     return c.out(tf(x.t), rf(x.r), x.dt, x.bound ** 2 if name == "square" else x.bound + 1, unary_code(name, x))
   names = [n for n in UNARY_FLOAT if n not in DISABLED_OPS]
   name = c.rng.choice(names)
+  # sin(1490.) in float16 depends on the last bit of its argument: periodic ops get arguments whose rounding doesn't decide the result
+  if name in ("sin", "cos", "tan") and not x.bound < (30 if x.dt == "float16" or c.half else 1e3): return None
   tf, rf, bf = UNARY_FLOAT[name]
   return c.out(tf(x.t), rf(x.r), x.dt, bf(x.bound) if math.isfinite(x.bound) else math.inf, unary_code(name, x))   # nan stays nan
 
@@ -252,6 +254,7 @@ def op_reduce(c:Case, x:Val) -> Val|None:
     if axis is None and keep: return None
     return c.out(getattr(x.t, name)(axis, keepdim=keep) if axis is not None else getattr(x.t, name)(), rr, "int32", n, code)
   if name in ("any", "all"):
+    c.int_cast |= is_float(x.dt)   # a cast to bool inside
     rr = getattr(torch, name)(x.r, dim=axis, keepdim=keep) if axis is not None else full(getattr(torch, name)(x.r))
     return c.out(getattr(x.t, name)(**tkw), rr, "bool", 1, code)
   if not is_float(x.dt): return None
