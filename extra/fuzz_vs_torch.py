@@ -468,7 +468,9 @@ if __name__ == "__main__":
   if args.case is not None:
     c = Case(random.Random(args.case))
     try: run_case(args.case, c)
-    except Exception as e: print("\n".join(c.lines) + f"\n  -> {type(e).__name__}: {e}")
+    except Exception as e:
+      rep = f"{type(e).__name__}: {e}"
+      print("\n".join(c.lines) + f"\n  -> {rep}" + (f"\n  (known bug {kb})" if (kb := known_bug(rep, c)) else ""))
     else: print("\n".join(c.lines) + "\n  -> ok")
     sys.exit(0)
   sys.exit(1 if fuzz(args.seed, seconds=args.seconds) else 0)
