@@ -53,7 +53,7 @@ UNARY = {
   "hardswish": (Tensor.hardswish, F.hardswish, (-5, 5)), "hardtanh": (lambda x: x.hardtanh(-0.5, 2), lambda x: F.hardtanh(x, -0.5, 2), None),
   "elu": (lambda x: x.elu(0.7), lambda x: F.elu(x, 0.7), None), "celu": (lambda x: x.celu(0.7), lambda x: F.celu(x, 0.7), None),
   "selu": (Tensor.selu, F.selu, None), "silu": (Tensor.silu, F.silu, None), "swish": (Tensor.swish, F.silu, None),
-  "gelu": (Tensor.gelu, F.gelu, None), "gelu_tanh": (lambda x: x.gelu("tanh"), lambda x: F.gelu(x, approximate="tanh"), None),
+  "gelu": (lambda x: x.gelu("none"), F.gelu, None), "gelu_tanh": (Tensor.gelu, lambda x: F.gelu(x, approximate="tanh"), None),
   "quick_gelu": (Tensor.quick_gelu, lambda x: x * torch.sigmoid(1.702 * x), None), "mish": (Tensor.mish, F.mish, None),
   "leaky_relu": (lambda x: x.leaky_relu(0.1), lambda x: F.leaky_relu(x, 0.1), None), "softplus": (Tensor.softplus, F.softplus, (-25, 25)),
   "softplus_beta": (lambda x: x.softplus(2.0, 5.0), lambda x: F.softplus(x, 2.0, 5.0), None), "softsign": (Tensor.softsign, F.softsign, None),

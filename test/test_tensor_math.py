@@ -53,7 +53,7 @@ UNARY = [
   ("hardswish", lambda x: x.hardswish(), F.hardswish, (-5, 5)), ("hardtanh", lambda x: x.hardtanh(-0.5, 2.0), lambda x: F.hardtanh(x, -0.5, 2.0), None),
   ("elu", lambda x: x.elu(0.7), lambda x: F.elu(x, 0.7), None), ("celu", lambda x: x.celu(0.7), lambda x: F.celu(x, 0.7), None),
   ("selu", lambda x: x.selu(), F.selu, None), ("silu", lambda x: x.silu(), F.silu, None), ("swish", lambda x: x.swish(), F.silu, None),
-  ("gelu", lambda x: x.gelu(), F.gelu, None), ("gelu_tanh", lambda x: x.gelu("tanh"), lambda x: F.gelu(x, approximate="tanh"), None),
+  ("gelu", lambda x: x.gelu("none"), F.gelu, None), ("gelu_tanh", lambda x: x.gelu(), lambda x: F.gelu(x, approximate="tanh"), None),
   ("quick_gelu", lambda x: x.quick_gelu(), lambda x: x * torch.sigmoid(1.702 * x), None),
   ("leaky_relu", lambda x: x.leaky_relu(0.2), lambda x: F.leaky_relu(x, 0.2), None), ("mish", lambda x: x.mish(), F.mish, None),
   ("softplus", lambda x: x.softplus(), F.softplus, (-30, 30)), ("softplus_beta", lambda x: x.softplus(2.0, 4.0), lambda x: F.softplus(x, 2.0, 4.0), None),

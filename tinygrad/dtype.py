@@ -1,5 +1,5 @@
 from __future__ import annotations
-import functools, math, struct
+import enum, functools, math, struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Final
 from tinygrad.helpers import getenv, prod
@@ -44,6 +44,11 @@ class DType:
   @property
   def base(self) -> DType: return self
 
+class AddrSpace(enum.Enum):   # where a pointer points, as tinygrad names it
+  GLOBAL = enum.auto()
+  LOCAL = enum.auto()
+  REG = enum.auto()
+
 @dataclass(frozen=True, eq=False, repr=False)
 class PtrDType(DType):
   _base: DType
@@ -56,6 +61,8 @@ class PtrDType(DType):
     return f"{self._base!r}.ptr({self.size}{', local=True' if self.local else ''})" + (f".vec({self.v})" if self.v != 1 else "")
   @property
   def base(self) -> DType: return self._base
+  @property
+  def addrspace(self) -> AddrSpace: return AddrSpace.LOCAL if self.local else AddrSpace.GLOBAL
   @property
   def vcount(self) -> int: return self.v
   def vec(self, sz: int) -> PtrDType: return _ptr_vec(self, sz)
@@ -250,6 +257,21 @@ _SHORT_NAMES: dict[str, str] = {**{v.name: k for k, v in DTYPES_DICT.items()}, *
 # torch's names for the fp8 formats (torch.float8_e4m3fn and torch.float8_e5m2 are these, bit for bit)
 _TORCH_NAMES: dict[str, DType] = {"float8_e4m3fn": dtypes.fp8e4m3, "float8_e5m2": dtypes.fp8e5m2, "bf16": dtypes.bfloat16}
 
+def _from_torch_dtype(torch_dtype: Any) -> DType:
+  """The DType of a torch.dtype (torch itself is not imported)."""
+  if (name := str(torch_dtype).removeprefix("torch.")) in DTYPES_DICT or name in _TORCH_NAMES: return to_dtype(name)
+  raise TypeError(f"torch dtype {torch_dtype} has no tinygrad dtype; expected one of bool, (u)int8-64, float16/32/64, bfloat16, float8")
+def _to_np_dtype(dtype: DType) -> Any:
+  """The numpy dtype of a tinygrad dtype, or None where numpy has none (bfloat16, fp8)."""
+  import numpy as np
+  return np.dtype(dtype.scalar().fmt) if dtype.scalar().fmt is not None else None
+def _from_np_dtype(npdtype: Any) -> DType:
+  import numpy as np
+  npdtype = np.dtype(npdtype)
+  for dt in dtypes.all:
+    if dt.fmt is not None and np.dtype(dt.fmt) == npdtype: return dt
+  raise TypeError(f"numpy dtype {npdtype} has no tinygrad dtype; expected one of bool, (u)int8-64, float16/32/64")
+
 def to_dtype(x: DTypeLike) -> DType:
   if isinstance(x, DType): return x
   if isinstance(x, str) and (ret := DTYPES_DICT.get(x.lower()) or _ALIASES.get(x.lower()) or _TORCH_NAMES.get(x.lower())) is not None: return ret
@@ -304,3 +326,4 @@ truncate: dict[DType, Callable[[Any], Any]] = {
   dtypes.fp8e4m3: lambda x: fp8_to_float(float_to_fp8(float(x), dtypes.fp8e4m3), dtypes.fp8e4m3),
   dtypes.fp8e5m2: lambda x: fp8_to_float(float_to_fp8(float(x), dtypes.fp8e5m2), dtypes.fp8e5m2),
   **{dt: _wrap_int(dt.itemsize*8, dt not in dtypes.uints) for dt in dtypes.ints}}
+truncate_fp16, truncate_bf16 = truncate[dtypes.float16], truncate[dtypes.bfloat16]   # tinygrad's names; rounding as a cast rounds

@@ -1,5 +1,5 @@
 from __future__ import annotations
-import os, sys, re, time, math, string, functools, itertools, operator, contextlib, contextvars, tempfile, pathlib, platform, pickle, hashlib
+import os, sys, re, time, string, functools, itertools, operator, contextlib, contextvars, tempfile, pathlib, platform, pickle, hashlib
 import sqlite3, ctypes, subprocess, cProfile, pstats, gzip, shutil, http.client, urllib.request, urllib.error
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Generic, Iterable, Iterator, Sequence, TypeVar, TypeGuard, cast
@@ -46,6 +46,11 @@ def hi32(x: Any) -> Any: return x >> 32
 def data64(data: Any) -> tuple[Any, Any]: return (data >> 32, data & 0xFFFFFFFF)
 def data64_le(data: Any) -> tuple[Any, Any]: return (data & 0xFFFFFFFF, data >> 32)
 def getbits(value: int, start: int, end: int) -> int: return (value >> start) & ((1 << (end-start+1)) - 1)
+def cdiv(x: int, y: int) -> int: return abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1) if y != 0 else 0   # C's division: toward zero
+def cmod(x: int, y: int) -> int: return x - y * cdiv(x, y)   # C's remainder: the sign of x
+def is_numpy_ndarray(x: Any) -> bool: return type(x).__module__ == "numpy" and type(x).__name__ == "ndarray"
+def time_to_str(t: float, w: int = 8) -> str:   # seconds as s, ms or us, w wide
+  return f"{t:{w}.2f}s " if t > 10 else f"{t*1e3:{w}.2f}ms" if t > 10e-3 else f"{t*1e6:{w}.2f}us"
 def i2u(bits: int, value: int) -> int: return value if value >= 0 else (1 << bits) + value
 def merge_dicts(ds: Iterable[dict[T, U]]) -> dict[T, U]:
   kvs = set((k, v) for d in ds for k, v in d.items())
@@ -139,7 +144,7 @@ BEAM_COMPILE_TIMEOUT, BEAM_TEST_GLOBAL = ContextVar("BEAM_COMPILE_TIMEOUT", 10),
 BEAM_DEBUG, BEAM_CHECK, BEAM_PROGRESS = ContextVar("BEAM_DEBUG", 0), ContextVar("BEAM_CHECK", 0), ContextVar("BEAM_PROGRESS", 0)
 IGNORE_BEAM_CACHE, PARALLEL = ContextVar("IGNORE_BEAM_CACHE", 0), ContextVar("PARALLEL", os.cpu_count() or 1)
 TRANSCENDENTAL, AMD_LLVM, CAPTURING = ContextVar("TRANSCENDENTAL", 1), ContextVar("AMD_LLVM", 0), ContextVar("CAPTURING", 1)
-SPLIT_REDUCEOPS, USE_TC, TC_OPT = ContextVar("SPLIT_REDUCEOPS", 1), ContextVar("USE_TC", 1), ContextVar("TC_OPT", 0)
+SPLIT_REDUCEOPS, USE_TC, TC_OPT = ContextVar("SPLIT_REDUCEOPS", getenv("SPLIT_REDUCEOP", 1)), ContextVar("USE_TC", 1), ContextVar("TC_OPT", 0)
 TC_SELECT = ContextVar("TC_SELECT", -1)
 PICKLE_BUFFERS = ContextVar("PICKLE_BUFFERS", 1)
 CPU_THREADS, TRACEMETA = ContextVar("CPU_THREADS", 0), ContextVar("TRACEMETA", 1)
@@ -155,6 +160,9 @@ THREAD_MIN_WORK = ContextVar("THREAD_MIN_WORK", 1 << 17)
 PROGRAM_FLAGS: tuple[ContextVar, ...] = (BEAM, NOOPT, TRANSCENDENTAL, CPU_THREADS, USE_TC, TC_SELECT, TC_OPT, THREAD_MIN_WORK, BEAM_UPCAST_MAX,
                                          BEAM_LOCAL_MAX)
 def program_flags() -> tuple: return tuple(f.value for f in PROGRAM_FLAGS)
+# tinygrad's flags, accepted so its scripts run: SPLIT_REDUCEOP is SPLIT_REDUCEOPS; aranges are always fused; no winograd convs
+IGNORE_OOB, FUSE_ARANGE, WINO = ContextVar("IGNORE_OOB", 1), ContextVar("FUSE_ARANGE", 1), ContextVar("WINO", 0)
+SPLIT_REDUCEOP, TRACK_MATCH_STATS = ContextVar._cache.setdefault("SPLIT_REDUCEOP", SPLIT_REDUCEOPS), ContextVar("TRACK_MATCH_STATS", 0)
 
 @dataclass(frozen=True)
 class Metadata:
@@ -306,6 +314,8 @@ def diskcache(func: Callable[..., T]) -> Callable[..., T]:
 # ***** progress bar *****
 
 class tqdm(Generic[T]):
+  """A progress bar that prints tqdm's own format: "desc: 50%|█████     | 5/10 [00:01<00:01, 4.99it/s]", or without a total
+  "desc: 5it [00:01, 4.99it/s]"; unit_scale gives k/M/G suffixes (and "0.00it"), like tqdm."""
   def __init__(self, iterable: Iterable[T]|None = None, desc: str = "", disable: bool = False, unit: str = "it", unit_scale: bool = False,
                total: int|None = None, rate: int = 100):
     self.iterable, self.disable, self.unit, self.unit_scale, self.rate = iterable, disable, unit, unit_scale, rate
@@ -322,27 +332,38 @@ class tqdm(Generic[T]):
     finally: self.update(close=True)
   def __enter__(self) -> tqdm[T]: return self
   def __exit__(self, *exc: Any) -> None: self.update(close=True)
-  def set_description(self, desc: str) -> None: self.desc = f"{desc}: " if desc else ""
+  def set_description(self, desc: str) -> None: self.desc = desc if not desc or desc.endswith(": ") else f"{desc}: "
   def close(self) -> None: self.update(close=True)
+  @classmethod
+  def write(cls, s: str, file: Any = None, end: str = "\n") -> None: print(s, end=end, file=file or sys.stdout, flush=True)  # as tqdm.write
+  def _num(self, x: float) -> str:
+    # tqdm's sizes: 3 significant digits and a k/M/G... suffix with unit_scale, else the plain count
+    if not self.unit_scale: return str(x)
+    for suffix in ["", "k", "M", "G", "T", "P", "E", "Z"]:
+      if abs(x) < 999.5: return (f"{x:1.2f}" if abs(x) < 9.995 else f"{x:2.1f}" if abs(x) < 99.95 else f"{x:3.0f}") + suffix
+      x /= 1000
+    return f"{x:3.1f}Y"
+  def format_meter(self, n: int, elapsed: float, ncols: int) -> str:
+    def interval(t: float) -> str:
+      return f"{int(t)//3600:d}:{int(t)//60%60:02d}:{int(t)%60:02d}" if t >= 3600 else f"{int(t)//60:02d}:{int(t)%60:02d}"
+    rate = n / elapsed if elapsed else None
+    # a rate below 1/s shows as seconds per unit, as tqdm does
+    if rate and 1/rate > 1: rate_str = (self._num(1/rate) if self.unit_scale else f"{1/rate:5.2f}") + f"s/{self.unit}"
+    else: rate_str = ((self._num(rate) if self.unit_scale else f"{rate:5.2f}") if rate else "?") + f"{self.unit}/s"
+    if not self.t: return f"{self.desc}{self._num(n)}{self.unit} [{interval(elapsed)}, {rate_str}]"
+    remaining = interval((self.t - n) / rate) if rate else "?"
+    l_bar, r_bar = f"{self.desc}{100*n/self.t:3.0f}%|", f"| {self._num(n)}/{self._num(self.t)} [{interval(elapsed)}<{remaining}, {rate_str}]"
+    width = max(1, ncols - len(l_bar) - len(r_bar))
+    # unicode eighth blocks, like tqdm's bar: full blocks, then one partial block, then spaces
+    full, part = divmod(int(min(n / self.t, 1) * width * 8), 8)
+    return l_bar + ("█" * full + (" ▏▎▍▌▋▊▉"[part] + " " * (width - full - 1) if full < width else "")) + r_bar
   def update(self, n: int = 0, close: bool = False) -> None:
     self.n, self.i = self.n + n, self.i + 1
     if self.disable or (not close and self.i % self.skip != 0): return
-    prog, elapsed = self.n / self.t if self.t else 0, time.perf_counter() - self.st
+    elapsed = time.perf_counter() - self.st
     # print about `rate` times a second: adapt how many updates are skipped between prints
     if self.i / elapsed > self.rate and self.i: self.skip = max(int(self.i/elapsed)//self.rate, 1)
-    def fmt(t: float) -> str: return f"{int(t//3600):02d}:{int(t%3600//60):02d}:{int(t%60):02d}" if t >= 3600 else f"{int(t//60):02d}:{int(t%60):02d}"
-    def num(x: float) -> str:
-      if not self.unit_scale: return f"{x:.0f}" if x == int(x) else f"{x:.2f}"
-      e = min(int(math.log(abs(x), 1000)), 8) if x >= 1 else 0
-      return f"{x/1000**e:.3g}"[:4].rstrip(".") + " kMGTPEZY"[e].strip()
-    rate = self.n / elapsed if elapsed > 0 else 0
-    remaining = (self.t - self.n) / rate if self.t and rate > 0 else 0
-    suffix = f"{num(self.n)}/{num(self.t)}" if self.t else num(self.n)
-    suffix += f" [{fmt(elapsed)}<{fmt(remaining)}, {num(rate)}{self.unit}/s]" if self.t else f" [{fmt(elapsed)}, {num(rate)}{self.unit}/s]"
-    width = max(10, shutil.get_terminal_size().columns - len(self.desc) - len(suffix) - 10)
-    bar = f" |{'█'*int(width*min(prog, 1)):{width}}| " if self.t else " "
-    pct = f"{100*prog:3.0f}%" if self.t else ""
-    print(f"\r{self.desc}{pct}{bar}{suffix}", end="\n" if close else "", file=sys.stderr, flush=True)
+    print(f"\r{self.format_meter(self.n, elapsed, shutil.get_terminal_size().columns)}", end="\n" if close else "", file=sys.stderr, flush=True)
 
 class trange(tqdm[int]):
   def __init__(self, n: int, **kwargs: Any): super().__init__(iterable=range(n), total=n, **kwargs)

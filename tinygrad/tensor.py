@@ -3,7 +3,8 @@ from __future__ import annotations
 import contextlib, math, string, struct, weakref, functools, itertools
 from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
-from tinygrad.dtype import float_to_fp8, fp8_to_float
+from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_np_dtype, _from_np_dtype
+from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts import it from here
 from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN
 from tinygrad.uop import Ops
 from tinygrad.uop.mathtraits import MathTrait
@@ -28,18 +29,6 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp]) -> None:
     if new_uop is not t.uop: t.uop = new_uop
 
 # ***** numpy and python value conversion (numpy is imported only by the functions that take or return numpy arrays) *****
-
-def _to_np_dtype(dtype:DType) -> Any:
-  """The numpy dtype of a tinygrad dtype, or None where numpy has none (bfloat16, fp8)."""
-  import numpy as np
-  return np.dtype(dtype.scalar().fmt) if dtype.scalar().fmt is not None else None
-
-def _from_np_dtype(npdtype:Any) -> DType:
-  import numpy as np
-  npdtype = np.dtype(npdtype)
-  for dt in dtypes.all:
-    if dt.fmt is not None and np.dtype(dt.fmt) == npdtype: return dt
-  raise TypeError(f"numpy dtype {npdtype} has no tinygrad dtype; expected one of bool, (u)int8-64, float16/32/64")
 
 def _is_numpy(x:Any) -> bool: return type(x).__module__ == "numpy"
 
@@ -357,14 +346,20 @@ class Tensor(MathTrait):
               for d in range(k)]
     return functools.reduce(Tensor.add, digits).reshape(1 << k).shrink(((0, n),))
   @staticmethod
-  def arange(start:int|float, stop:int|float|None=None, step:int|float=1, dtype:DTypeLike|None=None, device:DeviceLike=None,
+  def arange(start:int|float|UOp, stop:int|float|UOp|None=None, step:int|float=1, dtype:DTypeLike|None=None, device:DeviceLike=None,
              **kwargs) -> Tensor:
     """Values from start (inclusive) to stop (exclusive) by step; ints when all arguments are ints, like torch."""
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must be nonzero")
-    all_ints = all(isinstance(x, int) for x in (start, stop, step))
+    all_ints = all(isinstance(x, (int, UOp)) for x in (start, stop, step))
     dt = to_dtype(dtype) if dtype is not None else (dtypes.default_int if all_ints else dtypes.default_float)
-    n = max(0, math.ceil((stop - start) / step))
+    if isinstance(start, UOp) or isinstance(stop, UOp):
+      # bound Variables: a symbolic length stop-start (step 1), one kernel for every value; the values are the view's index plus start
+      if step != 1: raise NotImplementedError(f"arange with symbolic bounds needs step 1, got {step}")
+      n_sym = cast(UOp, stop - start)
+      idx = Tensor._index_range(int(n_sym.vmax), device).shrink(((0, n_sym),))
+      return Tensor((idx + start).cast(dt).uop, **kwargs)
+    n = max(0, math.ceil(cast(float, stop - start) / step))
     idx = Tensor._index_range(n, device)
     # ints stay exact in int32; anything else is computed in the float dtype (or float32) and cast at the end
     ret = idx * step + start if all_ints and dtypes.is_int(dt) else idx.cast(least_upper_float(dt)) * step + start
@@ -383,6 +378,8 @@ class Tensor(MathTrait):
   def ufix(self, x:Any) -> Tensor:
     """x as a Tensor: a Python scalar takes this tensor's dtype, unless it is a float meeting ints/bools or an int meeting bools."""
     if isinstance(x, Tensor): return x
+    # a bound Variable (or symbolic int maths on one) is an int scalar the kernel reads as an argument
+    if isinstance(x, UOp): return Tensor.from_uop(x, device=self.device).cast(dtypes.default_int if self.dtype == dtypes.bool else self.dtype)
     if _is_numpy(x) and getattr(x, "shape", None) == (): x = x.item()
     if not isinstance(x, (bool, int, float)): raise TypeError(f"expected a Tensor or a Python scalar, got {type(x).__name__}")
     own = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and not isinstance(x, float)) or isinstance(x, bool)
@@ -657,7 +654,7 @@ class Tensor(MathTrait):
   def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
     """(hi, lo) with hi + lo = the constant to about 2x dt's precision, and hi * k exact for every whole |k| < 2**bits"""
     from fractions import Fraction
-    from tinygrad.codegen.transcendental import _frac, _ln2_fixed, _pi_fixed
+    from tinygrad.uop.transcendental import _frac, _ln2_fixed, _pi_fixed
     v: Fraction = _frac(_ln2_fixed() if name == "ln2" else _pi_fixed())
     keep = dtypes.finfo(dt)[1] + 1 - bits
     e = math.frexp(float(v))[1]
@@ -915,8 +912,9 @@ class Tensor(MathTrait):
   def quick_gelu(self) -> Tensor:
     x, out = self._float_cast()
     return (x * (x * 1.702).sigmoid()).cast(out)
-  def gelu(self, approximate:str="none") -> Tensor:
-    """x * Phi(x) with the exact erf ("none") or torch's tanh approximation ("tanh")"""
+  def gelu(self, approximate:str="tanh") -> Tensor:
+    """x * Phi(x). As in tinygrad, the default is the tanh approximation (torch's approximate="tanh"), not torch's default:
+    pass approximate="none" for the exact erf form."""
     x, out = self._float_cast()
     if approximate == "none": return (0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())).cast(out)
     if approximate == "tanh": return (0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())).cast(out)
@@ -1249,6 +1247,7 @@ class Tensor(MathTrait):
     out_dt = least_upper_float(self.dtype)
     n = prod(self.shape[a] for a in self._reduce_axes(axis, "mean"))
     total = self.cast(sum_acc_dtype(out_dt))._reduce(Ops.ADD, axis, keepdim)
+    if isinstance(n, UOp): return (total / total.ufix(n)).cast(out_dt)  # a symbolic count is a kernel argument: one kernel for all values
     return (total * (1/n if n else math.nan)).cast(out_dt)
   @_dim_alias
   def var(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> Tensor:
@@ -1822,7 +1821,8 @@ class Tensor(MathTrait):
       x = b.cat(a, dim=d)
     return x
   def rearrange(self, formula:str, **sizes:int) -> Tensor:
-    """einops' rearrange: "b c (h w) -> b h w c" with h= or w= given; names, (groups), ... and 1 on either side."""
+    """einops' rearrange: "b c (h w) -> b h w c" with h= or w= given; names, (groups), () and 1 on either side, ... (or …) for the
+    remaining dims, which a group on the right may merge: "b ... -> b (...)"."""
     def parse(side:str) -> list[list[str]]:
       groups: list[list[str]] = []
       cur: list[str]|None = None
@@ -1834,26 +1834,29 @@ class Tensor(MathTrait):
           if cur is None: raise ValueError(f"rearrange: unbalanced ')' in {formula!r}")
           groups.append(cur)
           cur = None
-        elif cur is not None: cur.append(tok)
+        elif cur is not None: cur.append("(...)" if tok == "..." else tok)   # (...) on the right merges the dims ... stands for
         else: groups.append([tok])
       if cur is not None: raise ValueError(f"rearrange: unbalanced '(' in {formula!r}")
       for name in (n for g in groups for n in g):
-        if name not in ("...", "1") and not name.isidentifier(): raise ValueError(f"rearrange: bad axis name {name!r} in {formula!r}")
+        if name not in ("...", "(...)", "1") and not name.isidentifier(): raise ValueError(f"rearrange: bad axis name {name!r} in {formula!r}")
       return groups
+    if not isinstance(formula, str): raise TypeError(f"rearrange: the formula must be a str, got {type(formula).__name__}")
     if formula.count("->") != 1: raise ValueError(f"rearrange: the formula must have one '->', got {formula!r}")
-    lhs, rhs = (parse(side) for side in formula.split("->"))
-    lnames, rnames = [n for g in lhs for n in g if n not in ("1", "...")], [n for g in rhs for n in g if n not in ("1", "...")]
+    lhs, rhs = (parse(side) for side in formula.replace("\u2026", "...").split("->"))
+    lnames, rnames = [[n for g in side for n in g if n not in ("1", "...", "(...)")] for side in (lhs, rhs)]
     if sorted(lnames) != sorted(rnames) or len(set(lnames)) != len(lnames):
       raise ValueError(f"rearrange: both sides must name the same axes once each, got {lnames} -> {rnames}")
-    if (["..."] in lhs) != (["..."] in rhs): raise ValueError(f"rearrange: '...' must be on both sides or neither, got {formula!r}")
+    if [sum(g.count("...") + g.count("(...)") for g in side) for side in (lhs, rhs)] not in ([0, 0], [1, 1]):
+      raise ValueError(f"rearrange: '...' must be once on both sides or on neither, got {formula!r}")
     if unknown := set(sizes) - set(lnames): raise ValueError(f"rearrange: sizes given for axes {sorted(unknown)} that the formula doesn't name")
-    if any("..." in g and g != ["..."] for g in lhs + rhs): raise ValueError(f"rearrange: '...' can't be inside parentheses in {formula!r}")
+    if any("(...)" in g for g in lhs): raise ValueError(f"rearrange: '...' can't be inside parentheses on the left in {formula!r}")
     has_ell = ["..."] in lhs
     n_ell = self.ndim - (len(lhs) - 1) if has_ell else 0
     if n_ell < 0 or (not has_ell and len(lhs) != self.ndim):
       raise ValueError(f"rearrange: the left side {formula.split('->')[0].strip()!r} has {len(lhs)} axes, the tensor has {self.ndim} dims")
     ell = [f"...{i}" for i in range(n_ell)]
-    def expand_ell(groups:list[list[str]]) -> list[list[str]]: return [x for g in groups for x in ([[e] for e in ell] if g == ["..."] else [g])]
+    def expand_ell(groups:list[list[str]]) -> list[list[str]]:  # a bare ... is one axis per dim, in a group they merge
+      return [x for g in groups for x in ([[e] for e in ell] if g == ["..."] else [[m for n in g for m in (ell if n == "(...)" else [n])]])]
     lhs, rhs = expand_ell(lhs), expand_ell(rhs)
     known: dict[str, int] = dict(sizes)
     for g, size in zip(lhs, self.shape):
@@ -2068,42 +2071,52 @@ class Tensor(MathTrait):
     n = len(kernel_size) if isinstance(kernel_size, (tuple, list)) else 2
     k_ = _int_tuple(kernel_size, n, "kernel_size")
     s_ = k_ if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _int_tuple(stride, n, "stride")
-    p_, d_ = _int_tuple(padding, n, "padding", 0), _int_tuple(dilation, n, "dilation")
+    d_ = _int_tuple(dilation, n, "dilation")
     if self.ndim < n + 1: raise ValueError(f"{name}: a {n}-d kernel needs an input of at least {n+1} dims, got shape {self.shape}")
-    if any(p > (d*(k-1) + 1) // 2 for k, p, d in zip(k_, p_, d_)):
-      raise ValueError(f"{name}: padding {p_} must be at most half the (dilated) kernel size {k_}")
+    # tinygrad's extension: one (begin, end) pair per spatial dim pads asymmetrically (torch's half-kernel limit is for symmetric padding)
+    if isinstance(padding, (tuple, list)) and len(padding) == n and all(isinstance(p, (tuple, list)) for p in padding):
+      p_ = tuple(_int_tuple(p, 2, f"padding pair {p!r}", 0) for p in padding)
+    elif isinstance(padding, (tuple, list)) and len(padding) == 2*n:   # flat, last dim first, as F.pad and tinygrad's pools take it
+      flat = _int_tuple(padding, 2*n, "padding", 0)
+      p_ = tuple((flat[2*i], flat[2*i+1]) for i in reversed(range(n)))
+    else:
+      p_ = tuple((p, p) for p in _int_tuple(padding, n, "padding", 0))
+      if any(p > (d*(k-1) + 1) // 2 for k, (p, _), d in zip(k_, p_, d_)):
+        raise ValueError(f"{name}: padding {tuple(p for p, _ in p_)} must be at most half the (dilated) kernel size {k_}")
     outs, extras = [], []
-    for i, k, s, p, d in zip(self.shape[-n:], k_, s_, p_, d_):
-      span = i + 2*p - d*(k-1) - 1
+    for i, k, s, (pb, pe), d in zip(self.shape[-n:], k_, s_, p_, d_):
+      span = i + pb + pe - d*(k-1) - 1
       if span < 0: raise ValueError(f"{name}: kernel {k_} (dilation {d_}) is bigger than the padded input {self.shape[-n:]}")
       o = (-(-span // s) if ceil_mode else span // s) + 1
       # torch: with ceil_mode the last window must start inside the input or the left padding
-      if ceil_mode and (o - 1) * s >= i + p: o -= 1
+      if ceil_mode and (o - 1) * s >= i + pb: o -= 1
       outs.append(o)
-      extras.append(max(0, (o-1)*s + d*(k-1) + 1 - (i + 2*p)))
+      extras.append(max(0, (o-1)*s + d*(k-1) + 1 - (i + pb + pe)))
     return k_, s_, p_, d_, outs, extras
-  def avg_pool2d(self, kernel_size:int|tuple[int, ...]=(2, 2), stride:int|tuple[int, ...]|None=None, padding:int|tuple[int, ...]=0,
+  def avg_pool2d(self, kernel_size:int|tuple[int, ...]=(2, 2), stride:int|tuple[int, ...]|None=None, padding:int|tuple=0,
                  ceil_mode:bool=False, count_include_pad:bool=True, divisor_override:int|None=None, dilation:int|tuple[int, ...]=1) -> Tensor:
-    """Average over windows of the last len(kernel_size) dims (2 for an int). count_include_pad counts the zero padding in the divisor;
+    """Average over windows of the last len(kernel_size) dims (2 for an int); padding may be one (begin, end) pair per dim, as in tinygrad.
+    count_include_pad counts the zero padding in the divisor;
     the extra right padding of ceil_mode never counts, like torch."""
     k_, s_, p_, d_, _, extras = self._pool_prep("avg_pool2d", kernel_size, stride, padding, dilation, ceil_mode)
     n = len(k_)
     lead = ((0, 0),) * (self.ndim - n)
     x = self._to_float()
-    sums = x.pad(lead + tuple((p, p + e) for p, e in zip(p_, extras)))._pool(k_, s_, d_).sum(tuple(range(-n, 0)))
+    sums = x.pad(lead + tuple((pb, pe + e) for (pb, pe), e in zip(p_, extras)))._pool(k_, s_, d_).sum(tuple(range(-n, 0)))
     if divisor_override is not None: return sums / divisor_override
     spatial = self.shape[-n:]
-    ones = Tensor.ones(tuple(i + 2*p for i, p in zip(spatial, p_)) if count_include_pad else spatial, device=self.device, dtype=x.dtype)
-    ones = ones.pad(tuple((0, e) if count_include_pad else (p, p + e) for p, e in zip(p_, extras)))
+    ones = Tensor.ones(tuple(i + pb + pe for i, (pb, pe) in zip(spatial, p_)) if count_include_pad else spatial, device=self.device, dtype=x.dtype)
+    ones = ones.pad(tuple((0, e) if count_include_pad else (pb, pe + e) for (pb, pe), e in zip(p_, extras)))
     return sums / ones._pool(k_, s_, d_).sum(tuple(range(-n, 0)))
-  def max_pool2d(self, kernel_size:int|tuple[int, ...]=(2, 2), stride:int|tuple[int, ...]|None=None, padding:int|tuple[int, ...]=0,
+  def max_pool2d(self, kernel_size:int|tuple[int, ...]=(2, 2), stride:int|tuple[int, ...]|None=None, padding:int|tuple=0,
                  dilation:int|tuple[int, ...]=1, ceil_mode:bool=False, return_indices:bool=False) -> Tensor|tuple[Tensor, Tensor]:
-    """Max over windows of the last len(kernel_size) dims (2 for an int), padding with -inf. return_indices also gives the int32 index
+    """Max over windows of the last len(kernel_size) dims (2 for an int), padding with -inf (one (begin, end) pair per dim pads
+    asymmetrically, as in tinygrad). return_indices also gives the int32 index
     of the (first) maximum within the flattened spatial dims, for max_unpool2d."""
     k_, s_, p_, d_, _, extras = self._pool_prep("max_pool2d", kernel_size, stride, padding, dilation, ceil_mode)
     n = len(k_)
     lead = ((0, 0),) * (self.ndim - n)
-    pads = lead + tuple((p, p + e) for p, e in zip(p_, extras))
+    pads = lead + tuple((pb, pe + e) for (pb, pe), e in zip(p_, extras))
     windows = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
     ret = windows.max(tuple(range(-n, 0)))
     if not return_indices: return ret
@@ -2153,10 +2166,11 @@ class Tensor(MathTrait):
   def interpolate(self, size:int|Sequence[int]|None=None, scale_factor:float|Sequence[float]|None=None, mode:str="nearest",
                   align_corners:bool|None=None) -> Tensor:
     """Resize the spatial dims (all but batch and channel) like torch.nn.functional.interpolate: mode 'nearest', 'nearest-exact',
-    'linear' (3-D input), 'bilinear' (4-D), 'trilinear' (5-D). Source positions are computed in float32 as torch does."""
-    modes = {"nearest": None, "nearest-exact": None, "linear": 3, "bilinear": 4, "trilinear": 5}
+    'linear', 'bilinear' (4-D), 'trilinear' (5-D). As in tinygrad, 'linear' is n-linear for any number of spatial dims (torch: 3-D only).
+    Source positions are computed in float32 as torch does."""
+    modes = {"nearest": None, "nearest-exact": None, "linear": 0, "bilinear": 4, "trilinear": 5}
     if mode not in modes: raise ValueError(f"interpolate: mode must be one of {list(modes)}, got {mode!r}")
-    if (nd := modes[mode]) is not None and self.ndim != nd:
+    if (nd := modes[mode]) and self.ndim != nd:
       raise ValueError(f"interpolate: mode {mode!r} needs a {nd}-D input, got shape {self.shape}")
     if self.ndim < 3: raise ValueError(f"interpolate: expected an input of at least 3 dims (batch, channel, spatial...), got shape {self.shape}")
     if align_corners is not None and modes[mode] is None:
@@ -2265,7 +2279,7 @@ class Tensor(MathTrait):
                                    scale:float|None=None, enable_gqa:bool=False) -> Tensor:
     """softmax(self @ key^T * scale + mask) @ value, like torch: a bool attn_mask says which positions take part, a float one is added;
     is_causal masks the upper triangle; enable_gqa repeats key/value heads (dim -3) to the query's head count. dropout_p applies
-    dropout to the attention weights (always, like torch's functional form)."""
+    dropout to the attention weights (always, like torch's functional form). attn_mask and is_causal together apply both masks."""
     q, k, v = self, key, value
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2: raise ValueError(f"scaled_dot_product_attention: query, key and value need >= 2 dims, got "
                                                             f"{q.shape}, {k.shape}, {v.shape}")
@@ -2276,11 +2290,10 @@ class Tensor(MathTrait):
       if not isinstance(hq, int) or not isinstance(hk, int) or hq % hk != 0:
         raise ValueError(f"scaled_dot_product_attention: with enable_gqa the query heads {hq} must be a multiple of the key heads {hk}")
       k, v = k.repeat_interleave(hq // hk, dim=-3), v.repeat_interleave(hq // hk, dim=-3)
-    if attn_mask is not None and is_causal: raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
     attn = (q @ k.transpose(-2, -1)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)  # type: ignore[arg-type]
-    if is_causal: attn_mask = Tensor.ones(q.shape[-2], k.shape[-2], dtype=dtypes.bool, device=q.device).tril()
-    if attn_mask is not None:
-      attn = attn_mask.where(attn, -math.inf) if attn_mask.dtype == dtypes.bool else attn + attn_mask
+    if attn_mask is not None: attn = attn_mask.where(attn, -math.inf) if attn_mask.dtype == dtypes.bool else attn + attn_mask
+    # tinygrad's extension: is_causal with an attn_mask applies both (torch refuses the pair)
+    if is_causal: attn = Tensor.ones(q.shape[-2], k.shape[-2], dtype=dtypes.bool, device=q.device).tril().where(attn, -math.inf)
     weights = attn.softmax(-1)
     if dropout_p: weights = weights._dropout(dropout_p)
     return weights @ v

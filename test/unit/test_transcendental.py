@@ -4,8 +4,8 @@ import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, exec_alu, graph_rewrite
 from tinygrad.dtype import DType, dtypes, truncate
-from tinygrad.codegen.transcendental import xexp2, xlog2, xsin, xpow, transcendental_rewrite, two_over_pi_words, cody_waite_max
-from tinygrad.codegen.transcendental import TRANSCENDENTAL_SUPPORTED_DTYPES, rintk, pow2if, ilogb2k, ldexp2k, frexp
+from tinygrad.uop.transcendental import xexp2, xlog2, xsin, xpow, transcendental_rewrite, two_over_pi_words, cody_waite_max
+from tinygrad.uop.transcendental import TRANSCENDENTAL_SUPPORTED_DTYPES, rintk, pow2if, ilogb2k, ldexp2k, frexp
 
 NP: dict[DType, Any] = {dtypes.float16: np.float16, dtypes.float32: np.float32, dtypes.float64: np.float64}
 BASIC = {Ops.ADD, Ops.MUL, Ops.RECIP, Ops.WHERE, Ops.CMPLT, Ops.CMPNE, Ops.SHL, Ops.SHR, Ops.AND, Ops.OR, Ops.XOR, Ops.CAST, Ops.BITCAST,

@@ -19,7 +19,8 @@ pm_cleanup_gates = PatternMatcher([
   (UPat(Ops.STORE, src=(UPat(Ops.INDEX, src=(UPat(), UPat(), UPat.const(None, False))), UPat())), lambda: UOp(Ops.NOOP)),
 ])
 
-def full_rewrite_to_sink(ast:UOp, opts:Renderer) -> UOp:
+def full_rewrite_to_sink(ast:UOp, opts:Renderer|None=None) -> UOp:
+  if opts is None: opts = Renderer()   # as in tinygrad: no renderer means the generic one (no device ops beyond the basics)
   from tinygrad.uop.symbolic import sym
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
   sink = lower_group_reduces(expand(lower(ast, opts), opts.vector_alu_lanes))
@@ -32,7 +33,7 @@ def full_rewrite_to_sink(ast:UOp, opts:Renderer) -> UOp:
   # stores that can never happen leave NOOPs: drop them from the sink
   return sink.replace(src=tuple(s for s in sink.src if s.op is not Ops.NOOP))
 
-def full_rewrite(ast:UOp, opts:Renderer) -> list[UOp]:
+def full_rewrite(ast:UOp, opts:Renderer|None=None) -> list[UOp]:
   return linearize(full_rewrite_to_sink(ast, opts))
 
 def _check_launch(name:str, kind:str, size:list[sint], limit:tuple[int, ...]|None) -> None:

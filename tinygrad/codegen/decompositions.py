@@ -7,7 +7,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import TRANSCENDENTAL, getenv
-from tinygrad.codegen.transcendental import transcendental_rewrite, xpow, int_type, mantissa_bits
+from tinygrad.uop.transcendental import transcendental_rewrite, xpow, int_type, mantissa_bits
 
 # ***** threefry *****
 

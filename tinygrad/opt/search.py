@@ -5,7 +5,7 @@ from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, cast
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, sint, sym_infer
 from tinygrad.dtype import DType, dtypes
 from tinygrad.device import Device, Buffer, Compiler, Program
 from tinygrad.helpers import ContextVar, DEBUG, CACHELEVEL, diskcache_get, diskcache_put, prod, tqdm, colored, program_flags
@@ -198,6 +198,14 @@ def _program(p:ProgramSpec, lib:bytes, device:str) -> Program:
   # the device's own launcher: timing needs nothing from the engine
   if (factory := Device[device].program) is None: raise RuntimeError(f"{device} runs no kernels")
   return factory(p.function_name, lib)
+# tinygrad's names, for tools written against it
+def bufs_from_lin(lin:Kernel, allocate:bool=True) -> list[Buffer]:
+  """One Buffer per global of the kernel, in argument order, on the kernel's device; allocated unless allocate=False."""
+  bufs = _buffers_of(lin.ast, lin.opts.device or Device.DEFAULT)
+  return [b.allocate() for b in bufs] if allocate else bufs
+def get_test_global_size(global_size:list[sint], max_global_size:int, var_vals:dict[UOp, int]|None=None) -> tuple[list[int], float]:
+  """A grid of at most max_global_size work items for timing, and how much bigger the real one is."""
+  return _test_global_size([int(sym_infer(s, var_vals or {})) for s in global_size], max_global_size)
 
 class _Bench:
   """Scratch buffers and a reference output for one search; times programs on them."""

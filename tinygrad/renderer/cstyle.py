@@ -475,7 +475,7 @@ class ClangRenderer(CStyleLanguage):
                    dtypes.bfloat16: ("unsigned short", "__bf16_to_f32", "__f32_to_bf16"),
                    dtypes.fp8e4m3: ("unsigned char", "__fp8e4m3_to_f32", "__f32_to_fp8e4m3"),
                    dtypes.fp8e5m2: ("unsigned char", "__fp8e5m2_to_f32", "__f32_to_fp8e5m2")}
-  # no EXP2/LOG2/SIN/POW: libm's are scalar calls, while our polynomials (codegen/transcendental.py, <= ~1 ulp) vectorize with the loop
+  # no EXP2/LOG2/SIN/POW: libm's are scalar calls, while our polynomials (uop/transcendental.py, <= ~1 ulp) vectorize with the loop
   code_for_op = {**{k: v for k, v in CStyleLanguage.code_for_op.items() if k not in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)},
                  Ops.SQRT: _c_math("sqrt"), Ops.TRUNC: _c_math("trunc"),
                  Ops.MOD: lambda a, b, dtype: _c_math("fmod")(a, b, dtype=dtype) if dtypes.is_float(dtype) else f"({a}%{b})",

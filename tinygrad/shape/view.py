@@ -42,6 +42,18 @@ def _canonicalize_strides(shape:tuple[sint, ...], strides:tuple[sint, ...]) -> t
 def canonicalize_strides(shape:Sequence[sint], strides:Sequence[sint]) -> tuple[sint, ...]: return _canonicalize_strides(tuple(shape), tuple(strides))
 
 @functools.cache
+def merge_dims(shape:tuple[int, ...], strides:tuple[int, ...], mask:tuple[tuple[int, int], ...]|None=None) -> tuple[tuple[int, int, int], ...]:
+  """tinygrad's helper: runs of dims that address memory as one, each as (size, stride, size counting only non-zero strides).
+  Size-1 dims vanish into the run before them; a dim of size 1 (or masked to one element) merges with the next."""
+  ret: list[tuple[int, int, int]] = []
+  merge_next = False
+  for i, (s, st) in enumerate(zip(shape, strides)):
+    if ret and s == 1: continue
+    if ret and (merge_next or ret[-1][1] == s * st): ret[-1] = (ret[-1][0] * s, st, (s if merge_next else ret[-1][2] * s) if st != 0 else 0)
+    else: ret.append((s, st, s if st != 0 else 0))
+    merge_next = (mask[i][1] - mask[i][0] == 1) if mask is not None else s == 1
+  return tuple(ret)
+
 def _strides_for_shape(shape:tuple[sint, ...]) -> tuple[sint, ...]:
   ret: list[sint] = []
   acc: sint = 1

@@ -577,6 +577,13 @@ def track_rewrites(name:Any=None):
   def _decorator(fxn): return fxn
   return _decorator
 
+# tinygrad's names, for tools written against it: a matcher VIZ would count matches of, the rewriter with its tables, and substitution
+class TrackedPatternMatcher(PatternMatcher): pass
+class RewriteContext:
+  def __init__(self, pm:PatternMatcher|None, bpm:PatternMatcher|None=None, ctx:Any=None): self.pm, self.bpm, self.ctx = pm, bpm, ctx
+  def unified_rewrite(self, root:UOp) -> UOp: return graph_rewrite_map(root, self.pm, self.ctx, bpm=self.bpm)[root]
+_substitute = PatternMatcher([(UPat(tuple(Ops), name="x"), lambda ctx, x: ctx.get(x))])
+
 def print_uops(uops:list[UOp]):
   for i, u in enumerate(uops):
     srcs = [uops.index(x) if x in uops else "--" for x in u.src]

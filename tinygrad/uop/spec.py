@@ -114,6 +114,8 @@ kernel_ast_spec = PatternMatcher([
 
 # ***** stages 3 and 4: the lowered kernel and the linear program *****
 
+ast_spec = kernel_ast_spec   # tinygrad's name
+
 def _index_ok(x:UOp) -> bool:
   buf, idx = x.src[0], x.src[1]
   if not isinstance(buf.dtype, PtrDType) or not isinstance(x.dtype, PtrDType) or not _is_int(idx.dtype): return False

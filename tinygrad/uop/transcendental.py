@@ -10,6 +10,7 @@ from typing import Callable, Collection
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import DType, dtypes, truncate
+from tinygrad.helpers import polyN  # noqa: F401  # tinygrad keeps it importable from here
 
 TRANSCENDENTAL_SUPPORTED_DTYPES = {dtypes.float16, dtypes.float32, dtypes.float64}
 

@@ -1,0 +1,96 @@
+# differential fuzzing against torch: a short fixed-seed run of extra/fuzz_vs_torch.py on each device (the script runs longer), and a
+# minimal repro for every known bug the fuzzer steers around (strict xfail: when one is fixed, its test fails until the name leaves
+# KNOWN_BUGS_OPEN in extra/fuzz_vs_torch.py, which puts the fuzzer back on that ground)
+import math
+import numpy as np
+import pytest
+from tinygrad import Tensor
+
+torch = pytest.importorskip("torch")
+from extra.fuzz_vs_torch import fuzz, KNOWN_BUGS_OPEN  # noqa: E402
+
+CASES_PER_CHUNK = {"CPU": 6, "PYTHON": 25}   # about 60 s in all; the CPU compiles every kernel with clang
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_fuzz_vs_torch(device, chunk):
+  bad = fuzz(seed=1000 + chunk, cases=CASES_PER_CHUNK[device], verbose=False)
+  assert not bad, f"{len(bad)} mismatches with torch on {device}:\n\n" + "\n\n".join(f"case {cs}:\n{rep}" for cs, rep in bad)
+
+# ***** known bugs: what each one is, as small as it gets *****
+
+def _zero_derivative_grad_is_none():
+  # torch: a used input whose derivative is zero gets zeros
+  x = Tensor([1.5, -2.0], requires_grad=True)
+  x.floor().sum().backward()
+  assert x.grad is not None and x.grad.tolist() == [0.0, 0.0]
+
+def _max_min_skip_nan():
+  # torch: max and min propagate nan
+  assert math.isnan(Tensor([1.0, math.nan, -1.0]).max().item()) and math.isnan(Tensor([1.0, math.nan]).min().item())
+
+def _acos_asin_grad_outside_domain():
+  # torch: nan outside [-1, 1]
+  x = Tensor([2.0, -3.0], requires_grad=True)
+  (x.acos() + x.asin()).sum().backward()
+  assert all(math.isnan(g) for g in x.grad.tolist())
+
+def _backward_after_realize():
+  # reading a value before backward must not change the gradient: softmax gives wrong numbers, an expanded sum raises
+  a = np.array([[1.67, 1.15], [-1.93, 1.16]], dtype=np.float32)
+  w = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+  r = torch.tensor(a, requires_grad=True)
+  (r.softmax(0) * torch.tensor(w)).sum().backward()
+  x = Tensor(a, requires_grad=True)
+  y = x.softmax(0)
+  y.numpy()
+  (y * Tensor(w)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), atol=1e-6)
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  y = x.sum().expand(3)
+  y.numpy()
+  y.sum().backward()
+  assert x.grad.tolist() == [3.0, 3.0]
+
+def _pow_zero_loses_grad():
+  x = Tensor([2.0, -1.0], requires_grad=True)
+  (x ** 0).sum().backward()
+  assert x.grad.tolist() == [0.0, 0.0]
+
+def _std_grad_at_zero_is_nan():
+  # torch masks the gradient of a zero std to 0 (the derivative of sqrt at 0 is inf)
+  x = Tensor([1.0, 1.0, 1.0], requires_grad=True)
+  x.std().backward()
+  assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+def _oob_read_after_exp_pad():
+  # the PYTHON device checks every access: an exp-type op followed by pad reads its input outside the buffer
+  s = 1 / (1 + np.exp(-np.array([1.0, 2.0])))
+  np.testing.assert_allclose(Tensor([1.0, 2.0], device="PYTHON").sigmoid().pad(((1, 1),)).numpy(), [0.0, s[0], s[1], 0.0], rtol=1e-6)
+
+def _grads_at_nonfinite_values():
+  # torch's gradients at nan and inf: sigmoid'(nan) = nan, softplus'(inf) = 1, tanh'(nan) = nan, elu'(nan) = 1
+  for fn, v, want in ((Tensor.sigmoid, math.nan, math.nan), (Tensor.softplus, math.inf, 1.0), (Tensor.tanh, math.nan, math.nan),
+                      (Tensor.elu, math.nan, 1.0)):
+    x = Tensor([v], requires_grad=True)
+    fn(x).sum().backward()
+    got = x.grad.item()
+    assert got == want or (math.isnan(got) and math.isnan(want)), f"{fn.__name__}'({v}) = {got}, torch {want}"
+
+def _grad_flows_through_int_cast():
+  # torch: a cast to int or bool is not differentiable, only the +x path carries a gradient
+  from tinygrad import dtypes
+  x = Tensor([1.5, -2.5], requires_grad=True)
+  (x.cast(dtypes.int32).float() * 3 + x.cast(dtypes.bool).float() + x.any().float() + x).sum().backward()
+  assert x.grad.tolist() == [1.0, 1.0]
+
+KNOWN_BUG_REPROS = {"zero_derivative_grad_is_none": _zero_derivative_grad_is_none, "max_min_skip_nan": _max_min_skip_nan,
+                    "acos_asin_grad_outside_domain": _acos_asin_grad_outside_domain, "backward_after_realize": _backward_after_realize,
+                    "pow_zero_loses_grad": _pow_zero_loses_grad, "std_grad_at_zero_is_nan": _std_grad_at_zero_is_nan,
+                    "oob_read_after_exp_pad": _oob_read_after_exp_pad, "grads_at_nonfinite_values": _grads_at_nonfinite_values,
+                    "grad_flows_through_int_cast": _grad_flows_through_int_cast}
+
+def test_known_bug_list_matches_repros(): assert set(KNOWN_BUG_REPROS) == KNOWN_BUGS_OPEN
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=f"known bug {n}") if n in KNOWN_BUGS_OPEN else ())
+                                  for n in sorted(KNOWN_BUG_REPROS)])
+def test_known_bug(name): KNOWN_BUG_REPROS[name]()
