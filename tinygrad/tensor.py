@@ -516,8 +516,10 @@ class Tensor(MathTrait):
       base = self if dtypes.is_float(self.dtype) or isinstance(x, int) else self._to_float()
       if base.dtype == dtypes.bool: base = base.cast(dtypes.default_int)
       if dtypes.is_float(base.dtype):
-        special = {0: lambda: base.full_like(1.0), 1: lambda: base, 2: lambda: base * base, 3: lambda: base * base * base,
-                   -1: lambda: base.reciprocal(), -2: lambda: (base * base).reciprocal(), 0.5: lambda: base.sqrt(), -0.5: lambda: base.rsqrt()}
+        # x**0 is 1 (nan too) through POW, which keeps x in the graph with a zero gradient
+        special = {1: lambda: base, 2: lambda: base * base, 3: lambda: base * base * base,
+                   -1: lambda: base.reciprocal(), 0.5: lambda: base.sqrt(), -0.5: lambda: base.rsqrt(),
+                   -2: lambda: base._with_grad((base * base).reciprocal().detach(), -2 / (base * base * base).detach())}   # +-inf at +-0
         if x in special: return special[x]()
       elif x >= 0: return base._square_multiply(int(x))
     a, b = self._broadcasted(x, reverse, "pow")
@@ -634,13 +636,14 @@ class Tensor(MathTrait):
     return x._with_grad(y, deriv(xd, y)).cast(out)
   def _with_grad(self, value:Tensor, deriv:Tensor) -> Tensor:
     # (x - x.detach()) is exactly 0 going forward and passes deriv to x going backward. An infinite deriv goes through two factors of the
-    # largest finite float (0 * inf would be nan forward), a nan one passes no gradient.
+    # largest finite float (0 * inf would be nan forward), a nan one passes nan where the value is nan too (outside the domain, like
+    # torch), else none.
     x = self.isfinite().where(self, 0.0)
     dx, d = x - x.detach(), deriv.detach()
     e, m = dtypes.finfo(self.dtype)
     big = (2 - 2.0**-m) * 2.0**(2**(e-1) - 1)
     fin = d.isfinite()
-    dd = fin.where(d, d.isnan().where(0.0, d.gt(0).where(d.full_like(big), -big)))
+    dd = fin.where(d, d.isnan().where(value.detach().isnan().where(d, 0.0), d.gt(0).where(d.full_like(big), -big)))
     return value + fin.where(dx * dd, (dx * dd) * big)
   @staticmethod
   def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
@@ -773,7 +776,7 @@ class Tensor(MathTrait):
       t = big.where(1.0, x) - 1
       r = big.where(big.where(x, 1.0).log() + math.log(2), (t + (t * (t + 2)).sqrt())._log1p_v())
       return x.lt(1).where(math.nan, r)   # t*(t+2) overflows to +inf for a very negative x
-    return self._smooth(value, lambda x, y: ((x - 1) * (x + 1)).rsqrt())
+    return self._smooth(value, lambda x, y: (x * x - 1).rsqrt())   # torch's form: +inf at -1, nan on (-1, 1)
   def atanh(self) -> Tensor:
     """atanh x = log1p(2a/(1-a))/2 on a = |x| (1-a is exact near 1)"""
     def value(x:Tensor) -> Tensor:
@@ -846,7 +849,7 @@ class Tensor(MathTrait):
     dt = least_upper_float(a.dtype)
     a, b = a.cast(dt), b.cast(dt)
     ut, sbit = to_dtype(f"uint{8*dt.itemsize}"), 1 << (8*dt.itemsize - 1)
-    value = ((a.detach().bitcast(ut) & (sbit - 1)) | (b.detach().bitcast(ut) & sbit)).bitcast(dt)
+    value = ((a.detach().bitcast(ut) & (sbit - 1)) | (b.bitcast(ut) & sbit)).bitcast(dt)   # b used, so its gradient is zeros
     return a._with_grad(value, a.sign() * value.sign())
 
   # ***** activations *****
