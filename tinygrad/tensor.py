@@ -1013,11 +1013,15 @@ class Tensor(MathTrait):
   def _index_entries(self, indices:Any) -> tuple[tuple, list[tuple[int, Tensor]]]:
     # -> the index with the Ellipsis expanded and each advanced index replaced by a full slice, and the advanced indices as
     # (dim of the basic result they index, int Tensor)
-    idx = list(indices) if isinstance(indices, tuple) else [indices]
+    # like torch, a short list holding a Tensor, sequence, slice, None or ... is read as a tuple of indices
+    as_tuple = isinstance(indices, list) and len(indices) < 32 and any(isinstance(i, (Tensor, list, tuple, slice)) or i is None or i is Ellipsis
+                                                                       or _is_numpy(i) for i in indices)
+    idx = list(indices) if isinstance(indices, tuple) or as_tuple else [indices]
+    def plain(v:Any) -> Any: return v.tolist() if isinstance(v, Tensor) or _is_numpy(v) else [plain(w) for w in v] if isinstance(v, (list, tuple)) else v
     for n, i in enumerate(idx):
       if isinstance(i, (list, tuple)) or (_is_numpy(i) and getattr(i, "shape", ()) != ()):
         # lists and arrays become Tensors; their values are known, so they are kept to be checked against the dim's size
-        values = i.tolist() if _is_numpy(i) else i
+        values = plain(i)
         idx[n] = i = (Tensor(values, self.device) if len(values) else Tensor.empty(0, dtype=dtypes.int32, device=self.device), values)
       elif _is_numpy(i): idx[n] = i = i.item()
       if isinstance(t := i[0] if isinstance(i, tuple) else i, Tensor):
@@ -1028,7 +1032,7 @@ class Tensor(MathTrait):
         raise TypeError(f"invalid index {i!r} of type {type(i).__name__}: expected an int, slice, None, ..., bool, list or int/bool Tensor")
     def tensor_of(i:Any) -> Tensor|None: return i[0] if isinstance(i, tuple) else i if isinstance(i, Tensor) else None
     def dims_used(i:Any) -> int:
-      if (t := tensor_of(i)) is not None: return max(t.ndim, 1) if t.dtype == dtypes.bool else 1
+      if (t := tensor_of(i)) is not None: return t.ndim if t.dtype == dtypes.bool else 1
       return 0 if i is None or i is Ellipsis or isinstance(i, bool) else 1
     if (n_ellipsis := sum(1 for i in idx if i is Ellipsis)) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     if (n_real := sum(dims_used(i) for i in idx)) > self.ndim: raise IndexError(f"too many indices for a tensor of {self.ndim} dims: {n_real} given")
@@ -2372,12 +2376,20 @@ class Tensor(MathTrait):
     k = min(m, n)
     return Q[..., :, :k], R[..., :k, :]
   def svd(self, full_matrices:bool=True) -> tuple[Tensor, Tensor, Tensor]:
-    """(U, S, Vh) of a 2-D matrix with self = U @ diag(S) @ Vh and S descending, by one-sided Jacobi rotations (all column pairs of a
-    round rotated at once). full_matrices gives U (m, m) and Vh (n, n), else (m, k) and (k, n), k = min(m, n). Signs may differ from
-    LAPACK's."""
-    if self.ndim != 2: raise ValueError(f"svd: only 2-D matrices are supported, got shape {self.shape}")
-    m, n = self.shape
-    if not isinstance(m, int) or not isinstance(n, int): raise NotImplementedError("svd of symbolic dims")
+    """(U, S, Vh) of (..., m, n) with self = U @ diag(S) @ Vh and S descending, by one-sided Jacobi rotations (all column pairs of a
+    round rotated at once), one matrix of a batch at a time. full_matrices gives U (m, m) and Vh (n, n), else (m, k) and (k, n),
+    k = min(m, n). Signs may differ from LAPACK's."""
+    if self.ndim < 2: raise ValueError(f"svd: expected a matrix of at least 2 dims, got shape {self.shape}")
+    m, n = self.shape[-2:]
+    if not isinstance(m, int) or not isinstance(n, int) or not all_int(self.shape): raise NotImplementedError("svd of symbolic dims")
+    if self.ndim > 2:
+      k, batch = min(m, n), self.shape[:-2]
+      shapes = ((m, m if full_matrices else k), (k,), (n if full_matrices else k, n))
+      if prod(batch) == 0: U, S, Vh = (Tensor.empty(*batch, *s, dtype=self._to_float().dtype, device=self.device) for s in shapes)
+      else:
+        outs = [mat.svd(full_matrices) for mat in self.reshape(-1, m, n)]
+        U, S, Vh = (Tensor.stack(*[o[j] for o in outs]).reshape(batch + s) for j, s in enumerate(shapes))
+      return U, S, Vh
     if m < n:
       U, S, Vh = self.transpose().svd(full_matrices)
       return Vh.transpose(), S, U.transpose()
