@@ -26,6 +26,10 @@ def _grad_pair(fn_tiny, fn_torch, vals=VALS):
   ("mul0", lambda x: x * 0, lambda x: x * 0),
   ("copysign_sign", lambda x: Tensor([1., -2., 3., 4., -5.]).copysign(x), lambda x: torch.tensor([1., -2., 3., 4., -5.]).copysign(x)),
   ("sign_plus", lambda x: x.sign() * 3 + x.floor(), lambda x: x.sign() * 3 + x.floor()),
+  ("div_floor", lambda x: x.div(2, rounding_mode="floor"), lambda x: x.div(2, rounding_mode="floor")),
+  ("div_trunc", lambda x: x.div(2, rounding_mode="trunc"), lambda x: x.div(2, rounding_mode="trunc")),
+  ("floor_divisor", lambda x: Tensor([1., 2., 3., 4., 5.]).div(x + 5, rounding_mode="floor"),
+   lambda x: torch.tensor([1., 2., 3., 4., 5.]).div(x + 5, rounding_mode="floor")),
 ])
 def test_zero_derivative_gives_zeros(name, fn, tfn):
   g, tg = _grad_pair(fn, tfn)
@@ -56,6 +60,13 @@ def test_pow_exponent_zero_forward():
 def test_pow_minus_two_grad_at_zero():
   g, tg = _grad_pair(lambda x: x**-2, lambda x: x**-2, [0.0, -0.0, 2.0, -0.5, math.inf])
   np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=1e-6)
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+def test_cummax_tie_gradient_follows_index(op):
+  # ties: torch's gradient goes to the element its index names (the later one), not split between equal elements
+  vals = [0.5, -0.25, 2.0, 2.0, -3.0, -3.0]
+  g, tg = _grad_pair(lambda x: getattr(x, op)(0)[0], lambda x: getattr(x, op)(0)[0], vals)
+  np.testing.assert_equal(g.numpy(), tg.numpy())
 
 DOMAIN = [-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0]
 @pytest.mark.parametrize("op", ["asin", "acos", "acosh", "atanh", "log", "log2", "sqrt", "rsqrt", "log1p", "asinh", "atan", "reciprocal"])

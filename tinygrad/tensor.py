@@ -1,6 +1,6 @@
 # the user-facing Tensor: a lazy wrapper around one UOp. Every method builds new UOps; nothing runs until data is asked for
 from __future__ import annotations
-import contextlib, math, string, struct, weakref, functools, itertools
+import builtins, contextlib, math, string, struct, weakref, functools, itertools
 from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
 from tinygrad.dtype import float_to_fp8, fp8_to_float
@@ -11,6 +11,13 @@ from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop
 from tinygrad.device import Device
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
+
+# PyTorch raises RuntimeError for a bad shape, argument or dtype. Every ValueError and TypeError raised in this file is also a RuntimeError,
+# so code that catches PyTorch's class and code that catches Python's both work (names shadowed on purpose: new raises get it too).
+class ValueError(RuntimeError, builtins.ValueError): pass  # noqa: A001
+class TypeError(RuntimeError, builtins.TypeError): pass  # noqa: A001
+class NotSupportedError(NotImplementedError, builtins.TypeError, builtins.ValueError): pass  # a dtype or mode the op lacks (torch's class)
+class EmptyReduceError(builtins.IndexError, ValueError): pass  # torch: IndexError naming a dim, RuntimeError without one
 
 # every live Tensor, so a realize can point all of them at the buffers it produced (weak: the registry never keeps a Tensor alive)
 all_tensors: dict[weakref.ref[Tensor], None] = {}
@@ -351,6 +358,8 @@ class Tensor(MathTrait):
     """Values from start (inclusive) to stop (exclusive) by step; ints when all arguments are ints, like torch."""
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must be nonzero")
+    if not all(math.isfinite(x) for x in (start, stop, step)): raise ValueError(f"arange of an unsupported range: {start} -> {stop} by {step}")
+    if (stop - start) * step < 0: raise ValueError(f"arange from {start} to {stop}: the step {step} has the wrong sign")
     all_ints = all(isinstance(x, int) for x in (start, stop, step))
     dt = to_dtype(dtype) if dtype is not None else (dtypes.default_int if all_ints else dtypes.default_float)
     n = max(0, math.ceil((stop - start) / step))
@@ -395,7 +404,7 @@ class Tensor(MathTrait):
     if len(src) == 1:
       x, y = self._broadcasted(src[0], what=(name := _OP_NAMES.get(op, op.name.lower())))
       if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(x.dtype):
-        raise TypeError(f"{name} needs int or bool tensors, got {x.dtype}")
+        raise NotSupportedError(f"{name} needs int or bool tensors, got {x.dtype}")
       return Tensor(x.uop.alu(op, y.uop))
     if op is not Ops.WHERE or len(src) != 2: raise ValueError(f"unexpected {op} with {len(src)+1} operands")
     x, y = src[0]._broadcasted(src[1], what="where") if isinstance(src[0], Tensor) else self.ufix(src[1])._broadcasted(src[0], True, "where")
@@ -454,7 +463,7 @@ class Tensor(MathTrait):
     a, b = self._broadcasted(x, reverse, "div")
     if rounding_mode == "trunc":
       if dtypes.is_float(a.dtype): return a._fdiv(b).trunc()
-      if a.dtype == dtypes.bool: raise TypeError("div with rounding_mode='trunc' of bool tensors; cast them to an int dtype first")
+      if a.dtype == dtypes.bool: raise NotSupportedError("div with rounding_mode='trunc' of bool tensors; cast them to an int dtype first")
       return b.eq(0).where(0, a._int_div(b))
     dt = least_upper_float(a.dtype)
     return a.cast(dt)._fdiv(b.cast(dt))
@@ -468,15 +477,16 @@ class Tensor(MathTrait):
   def floordiv(self, x:Any, reverse:bool=False) -> Tensor:
     """Python/torch `//`: the quotient rounded toward -inf; floats take torch's (and numpy's) fmod-based steps, bit for bit."""
     a, b = self._broadcasted(x, reverse, "floordiv")
-    if a.dtype == dtypes.bool: raise TypeError("floor division of bool tensors; cast them to an int dtype first")
+    if a.dtype == dtypes.bool: raise NotSupportedError("floor division of bool tensors; cast them to an int dtype first")
     if dtypes.is_float(a.dtype):
-      a, b = a.detach(), b.detach()
+      a0, b0, a, b = a, b, a.detach(), b.detach()
       mod = a._fmod_f(b)
       div = (a - mod)._fdiv(b)
       div = (mod.ne(0) & b.lt(0).ne(mod.lt(0))).where(div - 1, div)
       fl = div.floor()
       fl = (div - fl).gt(0.5).where(fl + 1, fl)
-      return b.eq(0).where(a._fdiv(b), div.ne(0).where(fl, Tensor.copysign(div.full_like(0.0), a._fdiv(b))))
+      # a0 < a0 is never true: it keeps a0 and b0 in the graph, so their gradient is zeros (piecewise constant), not missing
+      return b0.lt(b0).where(b0, a0.lt(a0).where(a0, b.eq(0).where(a._fdiv(b), div.ne(0).where(fl, Tensor.copysign(div.full_like(0.0), a._fdiv(b))))))
     q = a._int_div(b)
     # truncation rounds toward zero: one less where the exact quotient is negative and not whole
     if not dtypes.is_unsigned(a.dtype): q = q - ((q * b).ne(a) & a.lt(0).ne(b.lt(0))).cast(a.dtype)
@@ -485,7 +495,7 @@ class Tensor(MathTrait):
   def mod(self, x:Any, reverse:bool=False) -> Tensor:
     """Python/torch `%` (remainder): the sign of the divisor. Floats: fmod plus the divisor where the signs differ, like torch."""
     a, b = self._broadcasted(x, reverse, "mod")
-    if a.dtype == dtypes.bool: raise TypeError("mod of bool tensors; cast them to an int dtype first")
+    if a.dtype == dtypes.bool: raise NotSupportedError("mod of bool tensors; cast them to an int dtype first")
     if dtypes.is_float(a.dtype):
       m = a.detach()._fmod_f(b.detach())
       m = (m.ne(0) & m.lt(0).ne(b.detach().lt(0))).where(m + b.detach(), m)
@@ -497,7 +507,7 @@ class Tensor(MathTrait):
   def fmod(self, x:Any) -> Tensor:
     """C fmod: the remainder with the sign of the dividend"""
     a, b = self._broadcasted(x, what="fmod")
-    if a.dtype == dtypes.bool: raise TypeError("fmod of bool tensors; cast them to an int dtype first")
+    if a.dtype == dtypes.bool: raise NotSupportedError("fmod of bool tensors; cast them to an int dtype first")
     if dtypes.is_float(a.dtype):
       return Tensor._with_grads(a.detach()._fmod_f(b.detach()), (a, a.full_like(1.0)), (b, -a.detach()._fdiv(b.detach()).trunc()))
     return b.eq(0).where(0, a - b * a._int_div(b))
@@ -574,7 +584,7 @@ class Tensor(MathTrait):
     # C has no undefined overflow
     name = "lshift" if left else "rshift"
     a, b = self._broadcasted(x, reverse, name)
-    if not dtypes.is_int(a.dtype): raise TypeError(f"{name} needs int tensors, got {a.dtype}")
+    if not dtypes.is_int(a.dtype): raise NotSupportedError(f"{name} needs int tensors, got {a.dtype}")
     bits, signed = 8*a.dtype.itemsize, not dtypes.is_unsigned(a.dtype)
     fixed = isinstance(x, int) and not reverse and 0 <= x < bits
     ok = (b.ge(0) & b.lt(bits)) if signed else b.lt(bits)
@@ -922,12 +932,14 @@ class Tensor(MathTrait):
   def _resolve_dim(self, dim:int, extra:bool=False) -> int:
     n = self.ndim + int(extra)
     bound = max(n, 1)
-    if not isinstance(dim, int) or not -bound <= dim < bound:
+    if not isinstance(dim, int): raise TypeError(f"dim must be an int, got {dim!r}")
+    if not -bound <= dim < bound:
       raise IndexError(f"dimension {dim} is out of range for a tensor of {self.ndim} dims (expected in [{-bound}, {bound-1}])")
     return dim % bound if n else 0
   def reshape(self, shape:Any, *args:Any) -> Tensor:
     """New shape with the same number of elements; one dim may be -1 (inferred), None keeps that dim."""
     new_shape = tuple(self.shape[i] if s is None else s for i, s in enumerate(argfix(shape, *args)))
+    if not all(isinstance(s, (int, UOp)) and not isinstance(s, bool) for s in new_shape): raise TypeError(f"reshape sizes must be ints: {new_shape}")
     if (infer := sum(1 for s in new_shape if isinstance(s, int) and s == -1)) > 1:
       raise ValueError(f"only one dim of a reshape may be -1, got {new_shape}")
     if infer:
@@ -942,6 +954,7 @@ class Tensor(MathTrait):
     """reshape, or with a dtype, a bitcast like torch's view(dtype)."""
     return self.bitcast(shape) if isinstance(shape, DType) and not args else self.reshape(shape, *args)
   def permute(self, order:Any, *args:Any) -> Tensor:
+    if len(argfix(order, *args)) != self.ndim: raise ValueError(f"permute order {argfix(order, *args)} must name each of the {self.ndim} dims once")
     perm = tuple(self._resolve_dim(d) for d in argfix(order, *args))
     if sorted(perm) != list(range(self.ndim)): raise ValueError(f"permute order {argfix(order, *args)} is not a permutation of {self.ndim} dims")
     return self if perm == tuple(range(self.ndim)) else Tensor(self.uop.permute(perm))
@@ -950,6 +963,8 @@ class Tensor(MathTrait):
     new_shape = tuple(argfix(shape, *args))
     if len(new_shape) < self.ndim: raise ValueError(f"can't expand shape {self.shape} to fewer dims {new_shape}")
     old = (1,)*(len(new_shape) - self.ndim) + self.shape
+    if any(n is None or (isinstance(n, int) and n == -1) for n in new_shape[:len(new_shape) - self.ndim]):
+      raise ValueError(f"expand to {new_shape}: -1 can't size a new leading dim")
     return self._broadcast_to(tuple(o if n is None or (isinstance(n, int) and n == -1) else n for o, n in zip(old, new_shape)))
   def shrink(self, arg:Sequence[tuple[sint, sint]|None]) -> Tensor:
     """Keep [start, end) of each dim (None keeps the whole dim)."""
@@ -961,7 +976,7 @@ class Tensor(MathTrait):
   def pad(self, padding:Sequence, mode:str="constant", value:ConstType=0.0) -> Tensor:
     """Pad with value: padding is ((before, after) or None) per dim, or a flat torch-style tuple (last dim first). Negative pads cut."""
     if mode not in ("constant", "reflect", "replicate", "circular"):
-      raise ValueError(f"pad mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+      raise NotSupportedError(f"pad mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     if all(isinstance(p, int) for p in padding): pairs = _flat_to_pairs(padding, self.ndim)
     else:
       if len(padding) != self.ndim: raise ValueError(f"padding {tuple(padding)} needs one (before, after) per dim ({self.ndim})")
@@ -978,6 +993,7 @@ class Tensor(MathTrait):
     return ret
   def flip(self, axis:Any, *args:Any) -> Tensor:
     axes = {self._resolve_dim(a) for a in argfix(axis, *args)}
+    if len(axes) != len(argfix(axis, *args)): raise ValueError(f"flip: dims {argfix(axis, *args)} name a dim more than once")
     return self if not axes else Tensor(self.uop.flip(tuple(i in axes for i in range(self.ndim))))
   def transpose(self, dim0:int=-2, dim1:int=-1) -> Tensor:
     order = list(range(self.ndim))
@@ -1014,10 +1030,11 @@ class Tensor(MathTrait):
     # -> the index with the Ellipsis expanded and each advanced index replaced by a full slice, and the advanced indices as
     # (dim of the basic result they index, int Tensor)
     # like torch, a short list holding a Tensor, sequence, slice, None or ... is read as a tuple of indices
-    as_tuple = isinstance(indices, list) and len(indices) < 32 and any(isinstance(i, (Tensor, list, tuple, slice)) or i is None or i is Ellipsis
-                                                                       or _is_numpy(i) for i in indices)
+    as_tuple = isinstance(indices, list) and len(indices) < 32 and \
+      any(isinstance(i, (Tensor, list, tuple, slice)) or i is None or i is Ellipsis or _is_numpy(i) for i in indices)
     idx = list(indices) if isinstance(indices, tuple) or as_tuple else [indices]
-    def plain(v:Any) -> Any: return v.tolist() if isinstance(v, Tensor) or _is_numpy(v) else [plain(w) for w in v] if isinstance(v, (list, tuple)) else v
+    def plain(v:Any) -> Any:  # 0-d Tensors and arrays inside a list index become their values
+      return v.tolist() if isinstance(v, Tensor) or _is_numpy(v) else [plain(w) for w in v] if isinstance(v, (list, tuple)) else v
     for n, i in enumerate(idx):
       if isinstance(i, (list, tuple)) or (_is_numpy(i) and getattr(i, "shape", ()) != ()):
         # lists and arrays become Tensors; their values are known, so they are kept to be checked against the dim's size
@@ -1029,7 +1046,8 @@ class Tensor(MathTrait):
           raise IndexError(f"tensors used as indices must be int or bool tensors, got a {t.dtype} tensor")
         if t.device != self.device: raise ValueError(f"index tensor is on {t.device}, the indexed tensor on {self.device}")
       elif not (i is None or i is Ellipsis or isinstance(i, (int, slice))):
-        raise TypeError(f"invalid index {i!r} of type {type(i).__name__}: expected an int, slice, None, ..., bool, list or int/bool Tensor")
+        raise (IndexError if isinstance(i, float) else TypeError)(f"invalid index {i!r} of type {type(i).__name__}: expected an int, slice, "
+                                                                  "None, ..., bool, list or int/bool Tensor")
     def tensor_of(i:Any) -> Tensor|None: return i[0] if isinstance(i, tuple) else i if isinstance(i, Tensor) else None
     def dims_used(i:Any) -> int:
       if (t := tensor_of(i)) is not None: return t.ndim if t.dtype == dtypes.bool else 1
@@ -1122,7 +1140,8 @@ class Tensor(MathTrait):
   def _advanced_layout(self, advanced:list[tuple[int, Tensor]]) -> tuple[list[int], tuple[sint, ...], Tensor, bool]:
     # -> (indexed dims, broadcast shape of the indices, the flat index into those dims (negatives wrapped), whether the dims are adjacent)
     dims = [d for d, _ in advanced]
-    bshape = _broadcast_shape("index", *[t.shape for _, t in advanced])
+    try: bshape = _broadcast_shape("index", *[t.shape for _, t in advanced])
+    except ValueError as e: raise IndexError(str(e)) from None
     sizes = [self.shape[d] for d in dims]
     idx_dt = dtypes.int64 if prod(sizes) > 2**31 - 1 else dtypes.int32
     flat: Tensor|None = None
@@ -1210,7 +1229,7 @@ class Tensor(MathTrait):
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
   def _check_nonempty(self, name:str, axis:int|Sequence[int]|None) -> None:
     if any(resolve(self.shape[a] == 0) for a in self._reduce_axes(axis, name)):
-      raise ValueError(f"{name} of a tensor of shape {self.shape} over axis {axis}: a dim of size 0 has no {name}")
+      raise EmptyReduceError(f"{name} of a tensor of shape {self.shape} over axis {axis}: a dim of size 0 has no {name}")
   @_dim_alias
   def sum(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, dtype:DTypeLike|None=None) -> Tensor:
     """Sum over axis. Small ints accumulate (and return) int32/uint32; half and bfloat16 accumulate in float32 and cast back."""
@@ -1332,7 +1351,8 @@ class Tensor(MathTrait):
     return tiled.pad(lead + ((0, n),)).unflatten(-1, (n, 2*n)).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n), (0, n))), ax
   def _cum_reduce(self, axis:int, name:str, identity:int, reduce:Callable[[Tensor], Tensor]) -> Tensor:
     # small ints accumulate and return int32/uint32, like sum; floats come back in their own dtype
-    if self.ndim == 0 or self.shape[self._reduce_axes(axis, name)[0]] == 0: return self.cast(self.sum().dtype)
+    ax = self._resolve_dim(axis)   # a 0-d tensor takes only the dims -1 and 0, like torch
+    if self.ndim == 0 or self.shape[ax] == 0: return self.cast(self.sum().dtype)
     win, ax = self.cast(sum_acc_dtype(self.dtype))._cum_windows(axis, identity)
     ret = reduce(win).transpose(ax, -1)
     return ret.cast(self.dtype) if dtypes.is_float(self.dtype) else ret
@@ -1344,16 +1364,17 @@ class Tensor(MathTrait):
   def cumprod(self, axis:int=0) -> Tensor: return self._cum_reduce(axis, "cumprod", 1, lambda w: w.prod(-1))
   def _cum_extreme(self, axis:int) -> tuple[Tensor, Tensor]:
     # running max and the index (int32) of the last element equal to it; once a nan shows up it is the max, and its index is the last nan's
+    ax = self._resolve_dim(axis)   # a 0-d tensor takes only the dims -1 and 0, like torch
     if self.ndim == 0: return self, Tensor(0, self.device, dtypes.int32)
-    if not isinstance(n := self.shape[ax := self._reduce_axes(axis, "cummax")[0]], int): raise NotImplementedError(f"cummax over a symbolic dim {n}")
+    if not isinstance(n := self.shape[ax], int): raise NotImplementedError(f"cummax over a symbolic dim {n}")
     if n == 0: return self, self.cast(dtypes.int32)
     fill = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
     win, _ = self._cum_windows(ax, fill)
     vals = win._max_nan(-1, keepdim=True)
     hit = win.eq(vals) | (win.isnan() & vals.isnan()) if dtypes.is_float(self.dtype) else win.eq(vals)
     pos = Tensor.arange(n, device=self.device).reshape(n, 1) + Tensor.arange(n, device=self.device) - (n - 1)   # window slot -> index
-    idx = hit.where(pos, -1).max(-1)
-    return vals.squeeze(-1).transpose(ax, -1), idx.transpose(ax, -1).cast(dtypes.int32)
+    idx = hit.where(pos, -1).max(-1).transpose(ax, -1).cast(dtypes.int32)
+    return self.gather(ax, idx), idx   # the value read at its index: the gradient goes to that element only, like torch
   @_dim_alias
   def cummax(self, axis:int=0) -> tuple[Tensor, Tensor]:
     """(running max, index of it) along axis, like torch.cummax: ties give the later index, nan sticks"""
@@ -1544,7 +1565,8 @@ class Tensor(MathTrait):
   @staticmethod
   def linspace(start:int|float, end:int|float, steps:int, dtype:DTypeLike|None=None, device:DeviceLike=None, **kwargs) -> Tensor:
     """steps values from start to end, both included (like torch: the second half counts back from end, so end is exact)."""
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0: raise ValueError(f"linspace: steps must be an int >= 0, got {steps!r}")
+    if not isinstance(steps, int) or isinstance(steps, bool): raise TypeError(f"linspace: steps must be an int, got {steps!r}")
+    if steps < 0: raise ValueError(f"linspace: steps must be >= 0, got {steps}")
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     # an int dtype takes the endpoints as ints first, like torch
     if dtypes.is_int(dt): start, end = int(start), int(end)
@@ -2151,7 +2173,7 @@ class Tensor(MathTrait):
     """Resize the spatial dims (all but batch and channel) like torch.nn.functional.interpolate: mode 'nearest', 'nearest-exact',
     'linear' (3-D input), 'bilinear' (4-D), 'trilinear' (5-D). Source positions are computed in float32 as torch does."""
     modes = {"nearest": None, "nearest-exact": None, "linear": 3, "bilinear": 4, "trilinear": 5}
-    if mode not in modes: raise ValueError(f"interpolate: mode must be one of {list(modes)}, got {mode!r}")
+    if mode not in modes: raise NotSupportedError(f"interpolate: mode must be one of {list(modes)}, got {mode!r}")
     if (nd := modes[mode]) is not None and self.ndim != nd:
       raise ValueError(f"interpolate: mode {mode!r} needs a {nd}-D input, got shape {self.shape}")
     if self.ndim < 3: raise ValueError(f"interpolate: expected an input of at least 3 dims (batch, channel, spatial...), got shape {self.shape}")
@@ -2549,6 +2571,7 @@ def _canonical(device:DeviceLike) -> str|tuple[str, ...]:
   return tuple(Device.canonicalize(d) for d in device) if isinstance(device, tuple) else Device.canonicalize(device)
 
 def _check_shape(shape:tuple) -> None:
+  if not all(isinstance(s, (int, UOp)) and not isinstance(s, bool) for s in shape): raise TypeError(f"shape {shape} must be ints")
   if any(isinstance(s, int) and s < 0 for s in shape): raise ValueError(f"shape {shape} has a negative size")
 
 def _int_tuple(x:Any, n:int, what:str, least:int=1) -> tuple[int, ...]:
