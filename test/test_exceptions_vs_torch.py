@@ -40,8 +40,6 @@ case("randn_neg", lambda L: L.randn(3, -1))
 case("eye_neg", lambda L: L.eye(-1))
 case("eye_neg_m", lambda L: L.eye(2, -3))
 case("arange_step0", lambda L: L.arange(0, 10, 0))
-case("arange_wrong_sign", lambda L: L.arange(10, 0, 1))
-case("arange_wrong_sign_neg", lambda L: L.arange(0, 10, -1))
 case("arange_nan", lambda L: L.arange(0, math.nan))
 case("arange_inf", lambda L: L.arange(0, math.inf))
 case("linspace_neg", lambda L: L.linspace(1, 2, -1))
@@ -430,8 +428,8 @@ def _run(fn, L):
     if isinstance(r, (Tensor, torch.Tensor)): r.tolist() if isinstance(r, torch.Tensor) else r.realize()
   return None
 
-# not here, where tinygrad defines the behaviour: -bool is logical_not, negative conv padding crops, softmax of ints gives floats, and values
-# inside tensors (one_hot classes, multinomial probabilities) aren't read to be checked
+# not here, where tinygrad defines the behaviour: -bool is logical_not, negative conv padding crops, softmax of ints gives floats, arange with
+# a step away from stop is empty (as numpy), and values inside tensors (one_hot classes, multinomial probabilities) aren't read to be checked
 @pytest.mark.parametrize("name,fn,torch_fn", CASES, ids=[c[0] for c in CASES])
 def test_exception_class_matches_torch(name, fn, torch_fn):
   exp = _run(torch_fn or fn, torch)

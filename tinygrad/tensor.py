@@ -359,7 +359,6 @@ class Tensor(MathTrait):
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must be nonzero")
     if not all(math.isfinite(x) for x in (start, stop, step)): raise ValueError(f"arange of an unsupported range: {start} -> {stop} by {step}")
-    if (stop - start) * step < 0: raise ValueError(f"arange from {start} to {stop}: the step {step} has the wrong sign")
     all_ints = all(isinstance(x, int) for x in (start, stop, step))
     dt = to_dtype(dtype) if dtype is not None else (dtypes.default_int if all_ints else dtypes.default_float)
     n = max(0, math.ceil((stop - start) / step))
@@ -1351,8 +1350,8 @@ class Tensor(MathTrait):
     return tiled.pad(lead + ((0, n),)).unflatten(-1, (n, 2*n)).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n), (0, n))), ax
   def _cum_reduce(self, axis:int, name:str, identity:int, reduce:Callable[[Tensor], Tensor]) -> Tensor:
     # small ints accumulate and return int32/uint32, like sum; floats come back in their own dtype
-    ax = self._resolve_dim(axis)   # a 0-d tensor takes only the dims -1 and 0, like torch
-    if self.ndim == 0 or self.shape[ax] == 0: return self.cast(self.sum().dtype)
+    axes = self._reduce_axes(axis, name)   # checks the axis of a 0-d tensor too (only -1 and 0), like torch
+    if self.ndim == 0 or self.shape[axes[0]] == 0: return self.cast(self.sum().dtype)
     win, ax = self.cast(sum_acc_dtype(self.dtype))._cum_windows(axis, identity)
     ret = reduce(win).transpose(ax, -1)
     return ret.cast(self.dtype) if dtypes.is_float(self.dtype) else ret
@@ -1364,9 +1363,9 @@ class Tensor(MathTrait):
   def cumprod(self, axis:int=0) -> Tensor: return self._cum_reduce(axis, "cumprod", 1, lambda w: w.prod(-1))
   def _cum_extreme(self, axis:int) -> tuple[Tensor, Tensor]:
     # running max and the index (int32) of the last element equal to it; once a nan shows up it is the max, and its index is the last nan's
-    ax = self._resolve_dim(axis)   # a 0-d tensor takes only the dims -1 and 0, like torch
+    axes = self._reduce_axes(axis, "cummax")   # checks the axis of a 0-d tensor too (only -1 and 0), like torch
     if self.ndim == 0: return self, Tensor(0, self.device, dtypes.int32)
-    if not isinstance(n := self.shape[ax], int): raise NotImplementedError(f"cummax over a symbolic dim {n}")
+    if not isinstance(n := self.shape[ax := axes[0]], int): raise NotImplementedError(f"cummax over a symbolic dim {n}")
     if n == 0: return self, self.cast(dtypes.int32)
     fill = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
     win, _ = self._cum_windows(ax, fill)
