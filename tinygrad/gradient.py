@@ -1,8 +1,8 @@
 """Reverse-mode autograd as local rules on UOps: every rule maps the gradient of one node to gradients of its sources, all lazy UOps.
 
 `compute_gradient(root, root_grad, targets)` walks the graph below root in reverse topological order and returns a dict from UOp to its
-gradient. A target is absent from that dict when root does not depend on it differentiably (not on any path, or only through DETACH,
-comparisons, bit ops, BITCAST ...): callers treat absence as a zero gradient.
+gradient. A target root uses only through comparisons, bit ops, BITCAST ... gets zeros; one root doesn't use at all, or only through
+DETACH, is absent from that dict.
 
 How Tensor uses it (the lead wires this into tensor.py):
 - `Tensor.gradient(*targets, gradient=None, materialize_grads=False) -> list[Tensor]`: root must be a scalar unless `gradient` (a Tensor of
@@ -117,7 +117,8 @@ def _reaches(root:UOp, targets:set[UOp]) -> tuple[list[UOp], set[UOp]]:
 def compute_gradient(root:UOp, root_grad:UOp, targets:set[UOp]) -> dict[UOp, UOp]:
   """The gradient of root (seeded with root_grad, of root's shape) with respect to every target root depends on, as lazy UOps.
 
-  The dict also holds the gradient of every intermediate node on the way. A target missing from it has a zero gradient."""
+  The dict also holds the gradient of every intermediate node on the way. A target root uses gets zeros where no rule passes it a
+  gradient; one root doesn't use (or only through DETACH) is missing from it."""
   if root_grad.shape != root.shape: raise ValueError(f"root gradient has shape {root_grad.shape}, expected root's shape {root.shape}")
   topo, reach = _reaches(root, targets)
   grads: dict[UOp, UOp] = {root: root_grad.cast(root.dtype)} if root in reach else {}
@@ -130,4 +131,10 @@ def compute_gradient(root:UOp, root_grad:UOp, targets:set[UOp]) -> dict[UOp, UOp
       if sg is None or s not in reach: continue
       if sg.shape != s.shape: raise RuntimeError(f"gradient rule for {u.op} gave shape {sg.shape} for a source of shape {s.shape}")
       grads[s] = sg if (prev := grads.get(s)) is None else prev + sg
+  # like tinygrad: a target used by root (on a path not through DETACH) gets a gradient, zeros where no rule passed one (sign, round,
+  # comparisons ...)
+  used = {root} & reach
+  for u in reversed(topo):
+    if u in used and u.op is not Ops.DETACH: used.update(s for s in u.src if s in reach)
+  for t in targets & used: grads.setdefault(t, t.const_like(0))
   return grads

@@ -1,6 +1,6 @@
 # the user-facing Tensor: a lazy wrapper around one UOp. Every method builds new UOps; nothing runs until data is asked for
 from __future__ import annotations
-import contextlib, math, string, struct, weakref, functools, itertools
+import builtins, contextlib, math, string, struct, weakref, functools, itertools
 from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
 from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_np_dtype, _from_np_dtype
@@ -12,6 +12,13 @@ from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop
 from tinygrad.device import Device
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
+
+# PyTorch raises RuntimeError for a bad shape, argument or dtype. Every ValueError and TypeError raised in this file is also a RuntimeError,
+# so code that catches PyTorch's class and code that catches Python's both work (names shadowed on purpose: new raises get it too).
+class ValueError(RuntimeError, builtins.ValueError): pass  # noqa: A001
+class TypeError(RuntimeError, builtins.TypeError): pass  # noqa: A001
+class NotSupportedError(NotImplementedError, builtins.TypeError, builtins.ValueError): pass  # a dtype or mode the op lacks (torch's class)
+class EmptyReduceError(builtins.IndexError, ValueError): pass  # torch: IndexError naming a dim, RuntimeError without one
 
 # every live Tensor, so a realize can point all of them at the buffers it produced (weak: the registry never keeps a Tensor alive)
 all_tensors: dict[weakref.ref[Tensor], None] = {}
@@ -351,6 +358,8 @@ class Tensor(MathTrait):
     """Values from start (inclusive) to stop (exclusive) by step; ints when all arguments are ints, like torch."""
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must be nonzero")
+    if not all(math.isfinite(x) for x in (start, stop, step) if not isinstance(x, UOp)):
+      raise ValueError(f"arange of an unsupported range: {start} -> {stop} by {step}")
     all_ints = all(isinstance(x, (int, UOp)) for x in (start, stop, step))
     dt = to_dtype(dtype) if dtype is not None else (dtypes.default_int if all_ints else dtypes.default_float)
     if isinstance(start, UOp) or isinstance(stop, UOp):
@@ -403,7 +412,7 @@ class Tensor(MathTrait):
     if len(src) == 1:
       x, y = self._broadcasted(src[0], what=(name := _OP_NAMES.get(op, op.name.lower())))
       if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(x.dtype):
-        raise TypeError(f"{name} needs int or bool tensors, got {x.dtype}")
+        raise NotSupportedError(f"{name} needs int or bool tensors, got {x.dtype}")
       return Tensor(x.uop.alu(op, y.uop))
     if op is not Ops.WHERE or len(src) != 2: raise ValueError(f"unexpected {op} with {len(src)+1} operands")
     x, y = src[0]._broadcasted(src[1], what="where") if isinstance(src[0], Tensor) else self.ufix(src[1])._broadcasted(src[0], True, "where")
@@ -462,7 +471,7 @@ class Tensor(MathTrait):
     a, b = self._broadcasted(x, reverse, "div")
     if rounding_mode == "trunc":
       if dtypes.is_float(a.dtype): return a._fdiv(b).trunc()
-      if a.dtype == dtypes.bool: raise TypeError("div with rounding_mode='trunc' of bool tensors; cast them to an int dtype first")
+      if a.dtype == dtypes.bool: raise NotSupportedError("div with rounding_mode='trunc' of bool tensors; cast them to an int dtype first")
       return b.eq(0).where(0, a._int_div(b))
     dt = least_upper_float(a.dtype)
     return a.cast(dt)._fdiv(b.cast(dt))
@@ -476,15 +485,16 @@ class Tensor(MathTrait):
   def floordiv(self, x:Any, reverse:bool=False) -> Tensor:
     """Python/torch `//`: the quotient rounded toward -inf; floats take torch's (and numpy's) fmod-based steps, bit for bit."""
     a, b = self._broadcasted(x, reverse, "floordiv")
-    if a.dtype == dtypes.bool: raise TypeError("floor division of bool tensors; cast them to an int dtype first")
+    if a.dtype == dtypes.bool: raise NotSupportedError("floor division of bool tensors; cast them to an int dtype first")
     if dtypes.is_float(a.dtype):
-      a, b = a.detach(), b.detach()
+      a0, b0, a, b = a, b, a.detach(), b.detach()
       mod = a._fmod_f(b)
       div = (a - mod)._fdiv(b)
       div = (mod.ne(0) & b.lt(0).ne(mod.lt(0))).where(div - 1, div)
       fl = div.floor()
       fl = (div - fl).gt(0.5).where(fl + 1, fl)
-      return b.eq(0).where(a._fdiv(b), div.ne(0).where(fl, Tensor.copysign(div.full_like(0.0), a._fdiv(b))))
+      # a0 < a0 is never true: it keeps a0 and b0 in the graph, so their gradient is zeros (piecewise constant), not missing
+      return b0.lt(b0).where(b0, a0.lt(a0).where(a0, b.eq(0).where(a._fdiv(b), div.ne(0).where(fl, Tensor.copysign(div.full_like(0.0), a._fdiv(b))))))
     q = a._int_div(b)
     # truncation rounds toward zero: one less where the exact quotient is negative and not whole
     if not dtypes.is_unsigned(a.dtype): q = q - ((q * b).ne(a) & a.lt(0).ne(b.lt(0))).cast(a.dtype)
@@ -493,7 +503,7 @@ class Tensor(MathTrait):
   def mod(self, x:Any, reverse:bool=False) -> Tensor:
     """Python/torch `%` (remainder): the sign of the divisor. Floats: fmod plus the divisor where the signs differ, like torch."""
     a, b = self._broadcasted(x, reverse, "mod")
-    if a.dtype == dtypes.bool: raise TypeError("mod of bool tensors; cast them to an int dtype first")
+    if a.dtype == dtypes.bool: raise NotSupportedError("mod of bool tensors; cast them to an int dtype first")
     if dtypes.is_float(a.dtype):
       m = a.detach()._fmod_f(b.detach())
       m = (m.ne(0) & m.lt(0).ne(b.detach().lt(0))).where(m + b.detach(), m)
@@ -505,7 +515,7 @@ class Tensor(MathTrait):
   def fmod(self, x:Any) -> Tensor:
     """C fmod: the remainder with the sign of the dividend"""
     a, b = self._broadcasted(x, what="fmod")
-    if a.dtype == dtypes.bool: raise TypeError("fmod of bool tensors; cast them to an int dtype first")
+    if a.dtype == dtypes.bool: raise NotSupportedError("fmod of bool tensors; cast them to an int dtype first")
     if dtypes.is_float(a.dtype):
       return Tensor._with_grads(a.detach()._fmod_f(b.detach()), (a, a.full_like(1.0)), (b, -a.detach()._fdiv(b.detach()).trunc()))
     return b.eq(0).where(0, a - b * a._int_div(b))
@@ -524,8 +534,10 @@ class Tensor(MathTrait):
       base = self if dtypes.is_float(self.dtype) or isinstance(x, int) else self._to_float()
       if base.dtype == dtypes.bool: base = base.cast(dtypes.default_int)
       if dtypes.is_float(base.dtype):
-        special = {0: lambda: base.full_like(1.0), 1: lambda: base, 2: lambda: base * base, 3: lambda: base * base * base,
-                   -1: lambda: base.reciprocal(), -2: lambda: (base * base).reciprocal(), 0.5: lambda: base.sqrt(), -0.5: lambda: base.rsqrt()}
+        # x**0 is 1 (nan too) through POW, which keeps x in the graph with a zero gradient
+        special = {1: lambda: base, 2: lambda: base * base, 3: lambda: base * base * base,
+                   -1: lambda: base.reciprocal(), 0.5: lambda: base.sqrt(), -0.5: lambda: base.rsqrt(),
+                   -2: lambda: base._with_grad((base * base).reciprocal().detach(), -2 / (base * base * base).detach())}   # +-inf at +-0
         if x in special: return special[x]()
       elif x >= 0: return base._square_multiply(int(x))
     a, b = self._broadcasted(x, reverse, "pow")
@@ -580,7 +592,7 @@ class Tensor(MathTrait):
     # C has no undefined overflow
     name = "lshift" if left else "rshift"
     a, b = self._broadcasted(x, reverse, name)
-    if not dtypes.is_int(a.dtype): raise TypeError(f"{name} needs int tensors, got {a.dtype}")
+    if not dtypes.is_int(a.dtype): raise NotSupportedError(f"{name} needs int tensors, got {a.dtype}")
     bits, signed = 8*a.dtype.itemsize, not dtypes.is_unsigned(a.dtype)
     fixed = isinstance(x, int) and not reverse and 0 <= x < bits
     ok = (b.ge(0) & b.lt(bits)) if signed else b.lt(bits)
@@ -642,13 +654,14 @@ class Tensor(MathTrait):
     return x._with_grad(y, deriv(xd, y)).cast(out)
   def _with_grad(self, value:Tensor, deriv:Tensor) -> Tensor:
     # (x - x.detach()) is exactly 0 going forward and passes deriv to x going backward. An infinite deriv goes through two factors of the
-    # largest finite float (0 * inf would be nan forward), a nan one passes no gradient.
+    # largest finite float (0 * inf would be nan forward), a nan one passes nan where the value is nan too (outside the domain, like
+    # torch), else none.
     x = self.isfinite().where(self, 0.0)
     dx, d = x - x.detach(), deriv.detach()
     e, m = dtypes.finfo(self.dtype)
     big = (2 - 2.0**-m) * 2.0**(2**(e-1) - 1)
     fin = d.isfinite()
-    dd = fin.where(d, d.isnan().where(0.0, d.gt(0).where(d.full_like(big), -big)))
+    dd = fin.where(d, d.isnan().where(value.detach().isnan().where(d, 0.0), d.gt(0).where(d.full_like(big), -big)))
     return value + fin.where(dx * dd, (dx * dd) * big)
   @staticmethod
   def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
@@ -781,7 +794,7 @@ class Tensor(MathTrait):
       t = big.where(1.0, x) - 1
       r = big.where(big.where(x, 1.0).log() + math.log(2), (t + (t * (t + 2)).sqrt())._log1p_v())
       return x.lt(1).where(math.nan, r)   # t*(t+2) overflows to +inf for a very negative x
-    return self._smooth(value, lambda x, y: ((x - 1) * (x + 1)).rsqrt())
+    return self._smooth(value, lambda x, y: (x * x - 1).rsqrt())   # torch's form: +inf at -1, nan on (-1, 1)
   def atanh(self) -> Tensor:
     """atanh x = log1p(2a/(1-a))/2 on a = |x| (1-a is exact near 1)"""
     def value(x:Tensor) -> Tensor:
@@ -854,7 +867,7 @@ class Tensor(MathTrait):
     dt = least_upper_float(a.dtype)
     a, b = a.cast(dt), b.cast(dt)
     ut, sbit = to_dtype(f"uint{8*dt.itemsize}"), 1 << (8*dt.itemsize - 1)
-    value = ((a.detach().bitcast(ut) & (sbit - 1)) | (b.detach().bitcast(ut) & sbit)).bitcast(dt)
+    value = ((a.detach().bitcast(ut) & (sbit - 1)) | (b.bitcast(ut) & sbit)).bitcast(dt)   # b used, so its gradient is zeros
     return a._with_grad(value, a.sign() * value.sign())
 
   # ***** activations *****
@@ -928,12 +941,14 @@ class Tensor(MathTrait):
   def _resolve_dim(self, dim:int, extra:bool=False) -> int:
     n = self.ndim + int(extra)
     bound = max(n, 1)
-    if not isinstance(dim, int) or not -bound <= dim < bound:
+    if not isinstance(dim, int): raise TypeError(f"dim must be an int, got {dim!r}")
+    if not -bound <= dim < bound:
       raise IndexError(f"dimension {dim} is out of range for a tensor of {self.ndim} dims (expected in [{-bound}, {bound-1}])")
     return dim % bound if n else 0
   def reshape(self, shape:Any, *args:Any) -> Tensor:
     """New shape with the same number of elements; one dim may be -1 (inferred), None keeps that dim."""
     new_shape = tuple(self.shape[i] if s is None else s for i, s in enumerate(argfix(shape, *args)))
+    if not all(isinstance(s, (int, UOp)) and not isinstance(s, bool) for s in new_shape): raise TypeError(f"reshape sizes must be ints: {new_shape}")
     if (infer := sum(1 for s in new_shape if isinstance(s, int) and s == -1)) > 1:
       raise ValueError(f"only one dim of a reshape may be -1, got {new_shape}")
     if infer:
@@ -948,6 +963,7 @@ class Tensor(MathTrait):
     """reshape, or with a dtype, a bitcast like torch's view(dtype)."""
     return self.bitcast(shape) if isinstance(shape, DType) and not args else self.reshape(shape, *args)
   def permute(self, order:Any, *args:Any) -> Tensor:
+    if len(argfix(order, *args)) != self.ndim: raise ValueError(f"permute order {argfix(order, *args)} must name each of the {self.ndim} dims once")
     perm = tuple(self._resolve_dim(d) for d in argfix(order, *args))
     if sorted(perm) != list(range(self.ndim)): raise ValueError(f"permute order {argfix(order, *args)} is not a permutation of {self.ndim} dims")
     return self if perm == tuple(range(self.ndim)) else Tensor(self.uop.permute(perm))
@@ -956,6 +972,8 @@ class Tensor(MathTrait):
     new_shape = tuple(argfix(shape, *args))
     if len(new_shape) < self.ndim: raise ValueError(f"can't expand shape {self.shape} to fewer dims {new_shape}")
     old = (1,)*(len(new_shape) - self.ndim) + self.shape
+    if any(n is None or (isinstance(n, int) and n == -1) for n in new_shape[:len(new_shape) - self.ndim]):
+      raise ValueError(f"expand to {new_shape}: -1 can't size a new leading dim")
     return self._broadcast_to(tuple(o if n is None or (isinstance(n, int) and n == -1) else n for o, n in zip(old, new_shape)))
   def shrink(self, arg:Sequence[tuple[sint, sint]|None]) -> Tensor:
     """Keep [start, end) of each dim (None keeps the whole dim)."""
@@ -967,7 +985,7 @@ class Tensor(MathTrait):
   def pad(self, padding:Sequence, mode:str="constant", value:ConstType=0.0) -> Tensor:
     """Pad with value: padding is ((before, after) or None) per dim, or a flat torch-style tuple (last dim first). Negative pads cut."""
     if mode not in ("constant", "reflect", "replicate", "circular"):
-      raise ValueError(f"pad mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+      raise NotSupportedError(f"pad mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     if all(isinstance(p, int) for p in padding): pairs = _flat_to_pairs(padding, self.ndim)
     else:
       if len(padding) != self.ndim: raise ValueError(f"padding {tuple(padding)} needs one (before, after) per dim ({self.ndim})")
@@ -984,6 +1002,7 @@ class Tensor(MathTrait):
     return ret
   def flip(self, axis:Any, *args:Any) -> Tensor:
     axes = {self._resolve_dim(a) for a in argfix(axis, *args)}
+    if len(axes) != len(argfix(axis, *args)): raise ValueError(f"flip: dims {argfix(axis, *args)} name a dim more than once")
     return self if not axes else Tensor(self.uop.flip(tuple(i in axes for i in range(self.ndim))))
   def transpose(self, dim0:int=-2, dim1:int=-1) -> Tensor:
     order = list(range(self.ndim))
@@ -1019,11 +1038,16 @@ class Tensor(MathTrait):
   def _index_entries(self, indices:Any) -> tuple[tuple, list[tuple[int, Tensor]]]:
     # -> the index with the Ellipsis expanded and each advanced index replaced by a full slice, and the advanced indices as
     # (dim of the basic result they index, int Tensor)
-    idx = list(indices) if isinstance(indices, tuple) else [indices]
+    # like torch, a short list holding a Tensor, sequence, slice, None or ... is read as a tuple of indices
+    as_tuple = isinstance(indices, list) and len(indices) < 32 and \
+      any(isinstance(i, (Tensor, list, tuple, slice)) or i is None or i is Ellipsis or _is_numpy(i) for i in indices)
+    idx = list(indices) if isinstance(indices, tuple) or as_tuple else [indices]
+    def plain(v:Any) -> Any:  # 0-d Tensors and arrays inside a list index become their values
+      return v.tolist() if isinstance(v, Tensor) or _is_numpy(v) else [plain(w) for w in v] if isinstance(v, (list, tuple)) else v
     for n, i in enumerate(idx):
       if isinstance(i, (list, tuple)) or (_is_numpy(i) and getattr(i, "shape", ()) != ()):
         # lists and arrays become Tensors; their values are known, so they are kept to be checked against the dim's size
-        values = i.tolist() if _is_numpy(i) else i
+        values = plain(i)
         idx[n] = i = (Tensor(values, self.device) if len(values) else Tensor.empty(0, dtype=dtypes.int32, device=self.device), values)
       elif _is_numpy(i): idx[n] = i = i.item()
       if isinstance(t := i[0] if isinstance(i, tuple) else i, Tensor):
@@ -1031,10 +1055,11 @@ class Tensor(MathTrait):
           raise IndexError(f"tensors used as indices must be int or bool tensors, got a {t.dtype} tensor")
         if t.device != self.device: raise ValueError(f"index tensor is on {t.device}, the indexed tensor on {self.device}")
       elif not (i is None or i is Ellipsis or isinstance(i, (int, slice))):
-        raise TypeError(f"invalid index {i!r} of type {type(i).__name__}: expected an int, slice, None, ..., bool, list or int/bool Tensor")
+        raise (IndexError if isinstance(i, float) else TypeError)(f"invalid index {i!r} of type {type(i).__name__}: expected an int, slice, "
+                                                                  "None, ..., bool, list or int/bool Tensor")
     def tensor_of(i:Any) -> Tensor|None: return i[0] if isinstance(i, tuple) else i if isinstance(i, Tensor) else None
     def dims_used(i:Any) -> int:
-      if (t := tensor_of(i)) is not None: return max(t.ndim, 1) if t.dtype == dtypes.bool else 1
+      if (t := tensor_of(i)) is not None: return t.ndim if t.dtype == dtypes.bool else 1
       return 0 if i is None or i is Ellipsis or isinstance(i, bool) else 1
     if (n_ellipsis := sum(1 for i in idx if i is Ellipsis)) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     if (n_real := sum(dims_used(i) for i in idx)) > self.ndim: raise IndexError(f"too many indices for a tensor of {self.ndim} dims: {n_real} given")
@@ -1124,7 +1149,8 @@ class Tensor(MathTrait):
   def _advanced_layout(self, advanced:list[tuple[int, Tensor]]) -> tuple[list[int], tuple[sint, ...], Tensor, bool]:
     # -> (indexed dims, broadcast shape of the indices, the flat index into those dims (negatives wrapped), whether the dims are adjacent)
     dims = [d for d, _ in advanced]
-    bshape = _broadcast_shape("index", *[t.shape for _, t in advanced])
+    try: bshape = _broadcast_shape("index", *[t.shape for _, t in advanced])
+    except ValueError as e: raise IndexError(str(e)) from None
     sizes = [self.shape[d] for d in dims]
     idx_dt = dtypes.int64 if prod(sizes) > 2**31 - 1 else dtypes.int32
     flat: Tensor|None = None
@@ -1212,7 +1238,7 @@ class Tensor(MathTrait):
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
   def _check_nonempty(self, name:str, axis:int|Sequence[int]|None) -> None:
     if any(resolve(self.shape[a] == 0) for a in self._reduce_axes(axis, name)):
-      raise ValueError(f"{name} of a tensor of shape {self.shape} over axis {axis}: a dim of size 0 has no {name}")
+      raise EmptyReduceError(f"{name} of a tensor of shape {self.shape} over axis {axis}: a dim of size 0 has no {name}")
   @_dim_alias
   def sum(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, dtype:DTypeLike|None=None) -> Tensor:
     """Sum over axis. Small ints accumulate (and return) int32/uint32; half and bfloat16 accumulate in float32 and cast back."""
@@ -1335,7 +1361,8 @@ class Tensor(MathTrait):
     return tiled.pad(lead + ((0, n),)).unflatten(-1, (n, 2*n)).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n), (0, n))), ax
   def _cum_reduce(self, axis:int, name:str, identity:int, reduce:Callable[[Tensor], Tensor]) -> Tensor:
     # small ints accumulate and return int32/uint32, like sum; floats come back in their own dtype
-    if self.ndim == 0 or self.shape[self._reduce_axes(axis, name)[0]] == 0: return self.cast(self.sum().dtype)
+    axes = self._reduce_axes(axis, name)   # checks the axis of a 0-d tensor too (only -1 and 0), like torch
+    if self.ndim == 0 or self.shape[axes[0]] == 0: return self.cast(self.sum().dtype)
     win, ax = self.cast(sum_acc_dtype(self.dtype))._cum_windows(axis, identity)
     ret = reduce(win).transpose(ax, -1)
     return ret.cast(self.dtype) if dtypes.is_float(self.dtype) else ret
@@ -1347,16 +1374,17 @@ class Tensor(MathTrait):
   def cumprod(self, axis:int=0) -> Tensor: return self._cum_reduce(axis, "cumprod", 1, lambda w: w.prod(-1))
   def _cum_extreme(self, axis:int) -> tuple[Tensor, Tensor]:
     # running max and the index (int32) of the last element equal to it; once a nan shows up it is the max, and its index is the last nan's
+    axes = self._reduce_axes(axis, "cummax")   # checks the axis of a 0-d tensor too (only -1 and 0), like torch
     if self.ndim == 0: return self, Tensor(0, self.device, dtypes.int32)
-    if not isinstance(n := self.shape[ax := self._reduce_axes(axis, "cummax")[0]], int): raise NotImplementedError(f"cummax over a symbolic dim {n}")
+    if not isinstance(n := self.shape[ax := axes[0]], int): raise NotImplementedError(f"cummax over a symbolic dim {n}")
     if n == 0: return self, self.cast(dtypes.int32)
     fill = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
     win, _ = self._cum_windows(ax, fill)
     vals = win._max_nan(-1, keepdim=True)
     hit = win.eq(vals) | (win.isnan() & vals.isnan()) if dtypes.is_float(self.dtype) else win.eq(vals)
     pos = Tensor.arange(n, device=self.device).reshape(n, 1) + Tensor.arange(n, device=self.device) - (n - 1)   # window slot -> index
-    idx = hit.where(pos, -1).max(-1)
-    return vals.squeeze(-1).transpose(ax, -1), idx.transpose(ax, -1).cast(dtypes.int32)
+    idx = hit.where(pos, -1).max(-1).transpose(ax, -1).cast(dtypes.int32)
+    return self.gather(ax, idx), idx   # the value read at its index: the gradient goes to that element only, like torch
   @_dim_alias
   def cummax(self, axis:int=0) -> tuple[Tensor, Tensor]:
     """(running max, index of it) along axis, like torch.cummax: ties give the later index, nan sticks"""
@@ -1547,7 +1575,8 @@ class Tensor(MathTrait):
   @staticmethod
   def linspace(start:int|float, end:int|float, steps:int, dtype:DTypeLike|None=None, device:DeviceLike=None, **kwargs) -> Tensor:
     """steps values from start to end, both included (like torch: the second half counts back from end, so end is exact)."""
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0: raise ValueError(f"linspace: steps must be an int >= 0, got {steps!r}")
+    if not isinstance(steps, int) or isinstance(steps, bool): raise TypeError(f"linspace: steps must be an int, got {steps!r}")
+    if steps < 0: raise ValueError(f"linspace: steps must be >= 0, got {steps}")
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     # an int dtype takes the endpoints as ints first, like torch
     if dtypes.is_int(dt): start, end = int(start), int(end)
@@ -2169,7 +2198,7 @@ class Tensor(MathTrait):
     'linear', 'bilinear' (4-D), 'trilinear' (5-D). As in tinygrad, 'linear' is n-linear for any number of spatial dims (torch: 3-D only).
     Source positions are computed in float32 as torch does."""
     modes = {"nearest": None, "nearest-exact": None, "linear": 0, "bilinear": 4, "trilinear": 5}
-    if mode not in modes: raise ValueError(f"interpolate: mode must be one of {list(modes)}, got {mode!r}")
+    if mode not in modes: raise NotSupportedError(f"interpolate: mode must be one of {list(modes)}, got {mode!r}")
     if (nd := modes[mode]) and self.ndim != nd:
       raise ValueError(f"interpolate: mode {mode!r} needs a {nd}-D input, got shape {self.shape}")
     if self.ndim < 3: raise ValueError(f"interpolate: expected an input of at least 3 dims (batch, channel, spatial...), got shape {self.shape}")
@@ -2393,12 +2422,20 @@ class Tensor(MathTrait):
     k = min(m, n)
     return Q[..., :, :k], R[..., :k, :]
   def svd(self, full_matrices:bool=True) -> tuple[Tensor, Tensor, Tensor]:
-    """(U, S, Vh) of a 2-D matrix with self = U @ diag(S) @ Vh and S descending, by one-sided Jacobi rotations (all column pairs of a
-    round rotated at once). full_matrices gives U (m, m) and Vh (n, n), else (m, k) and (k, n), k = min(m, n). Signs may differ from
-    LAPACK's."""
-    if self.ndim != 2: raise ValueError(f"svd: only 2-D matrices are supported, got shape {self.shape}")
-    m, n = self.shape
-    if not isinstance(m, int) or not isinstance(n, int): raise NotImplementedError("svd of symbolic dims")
+    """(U, S, Vh) of (..., m, n) with self = U @ diag(S) @ Vh and S descending, by one-sided Jacobi rotations (all column pairs of a
+    round rotated at once), one matrix of a batch at a time. full_matrices gives U (m, m) and Vh (n, n), else (m, k) and (k, n),
+    k = min(m, n). Signs may differ from LAPACK's."""
+    if self.ndim < 2: raise ValueError(f"svd: expected a matrix of at least 2 dims, got shape {self.shape}")
+    m, n = self.shape[-2:]
+    if not isinstance(m, int) or not isinstance(n, int) or not all_int(self.shape): raise NotImplementedError("svd of symbolic dims")
+    if self.ndim > 2:
+      k, batch = min(m, n), self.shape[:-2]
+      shapes = ((m, m if full_matrices else k), (k,), (n if full_matrices else k, n))
+      if prod(batch) == 0: U, S, Vh = (Tensor.empty(*batch, *s, dtype=self._to_float().dtype, device=self.device) for s in shapes)
+      else:
+        outs = [mat.svd(full_matrices) for mat in self.reshape(-1, m, n)]
+        U, S, Vh = (Tensor.stack(*[o[j] for o in outs]).reshape(batch + s) for j, s in enumerate(shapes))
+      return U, S, Vh
     if m < n:
       U, S, Vh = self.transpose().svd(full_matrices)
       return Vh.transpose(), S, U.transpose()
@@ -2558,6 +2595,7 @@ def _canonical(device:DeviceLike) -> str|tuple[str, ...]:
   return tuple(Device.canonicalize(d) for d in device) if isinstance(device, tuple) else Device.canonicalize(device)
 
 def _check_shape(shape:tuple) -> None:
+  if not all(isinstance(s, (int, UOp)) and not isinstance(s, bool) for s in shape): raise TypeError(f"shape {shape} must be ints")
   if any(isinstance(s, int) and s < 0 for s in shape): raise ValueError(f"shape {shape} has a negative size")
 
 def _int_tuple(x:Any, n:int, what:str, least:int=1) -> tuple[int, ...]:
