@@ -75,6 +75,9 @@ class OnnxRunner:
     self.initializers: dict[str, Any] = {t.name: to_value(t, device) for t in self.graph.initializer}
     self.initializers.update({s.values.name: sparse_to_dense(s, device) for s in self.graph.sparse_initializer if s.values is not None})
     self.inputs = [vi for vi in self.graph.input if vi.name not in self.initializers]
+    # ONNX element types by value name: ops on types held in a wider dtype (int4, fnuz fp8, ...) read the real type here
+    self.elem_types: dict[str, int] = {t.name: t.data_type for t in self.graph.initializer}
+    self.elem_types.update({vi.name: vi.elem_type for vi in self.graph.input + self.graph.value_info + self.graph.output if vi.elem_type})
     self.debug, self.node_count = 0, 0
 
   def _check_input(self, vi: ValueInfoProto, value: Any) -> Any:
@@ -161,6 +164,7 @@ class OnnxRunner:
     if "n_outputs" in params: attrs["n_outputs"] = len(node.output)
     if "runner" in params: attrs["runner"] = self
     if "env" in params: attrs["env"] = env
+    if "in_types" in params: attrs["in_types"] = [self.elem_types.get(n) for n in node.input]
     try: ret = fn(*ins, **attrs)
     except TypeError as e:
       if "argument" in str(e) and node.op_type in str(e): raise NotImplementedError(f"ONNX op {node.op_type!r} (opset {opset}): {e}") from None

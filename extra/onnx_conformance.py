@@ -4,7 +4,7 @@ and count the passes. Test data (.pb) is read back with our own parser.
   python3 extra/onnx_conformance.py [--backend tinygrad|onnxruntime|both] [-k SUBSTRING] [-j JOBS] [--failures]
 """
 from __future__ import annotations
-import argparse, collections, json, multiprocessing, os, pathlib, re, sys, time, traceback
+import argparse, collections, json, multiprocessing, os, pathlib, re, shutil, sys, time, traceback
 from typing import Any
 
 CACHE = pathlib.Path(os.environ.get("ONNX_NODE_TESTS", pathlib.Path.home() / ".cache" / "tinygrad" / "onnx_node_tests"))
@@ -18,8 +18,10 @@ def write_node_tests(out: pathlib.Path|None = None) -> pathlib.Path:
   import numpy as np
   from onnx import numpy_helper, TensorProto
   from onnx.backend.test.case import node
-  out = out or cache_dir()
-  if (out / "done.json").exists(): return out
+  final = out or cache_dir()
+  if (final / "done.json").exists(): return final
+  # written to a private folder and renamed into place: parallel test workers never see half a cache
+  out = final.parent / f"{final.name}.tmp{os.getpid()}"
   out.mkdir(parents=True, exist_ok=True)
   def encode(v: Any, vi: Any) -> bytes:
     if vi.type.HasField("sequence_type"): return numpy_helper.from_list(v, vi.name).SerializeToString()
@@ -40,7 +42,9 @@ def write_node_tests(out: pathlib.Path|None = None) -> pathlib.Path:
     (d / "tolerance.json").write_text(json.dumps({"rtol": case.rtol, "atol": case.atol}))
     names.append(case.name)
   (out / "done.json").write_text(json.dumps(sorted(names)))
-  return out
+  try: out.rename(final)
+  except OSError: shutil.rmtree(out, ignore_errors=True)   # another process finished first
+  return final
 
 def case_names(root: pathlib.Path) -> list[str]: return json.loads((root / "done.json").read_text())
 

@@ -6,7 +6,7 @@ import functools, itertools, math
 from typing import Any, Callable
 from tinygrad import Tensor, dtypes
 from tinygrad.dtype import DType
-from extra.onnx_parser import onnx_dtype, TensorDataType
+from extra.onnx_parser import onnx_dtype, TensorDataType, DTYPE_TO_ONNX
 
 # ***** helpers *****
 
@@ -104,9 +104,7 @@ def Sub(a, b, **_): return a - b
 def Mul(a, b, **_): return a * b
 def Div(a, b, **_): return a.idiv(b) if dtypes.is_int(a.dtype) else a / b
 def Pow(a, b): return a.pow(b.cast(a.dtype) if dtypes.is_float(a.dtype) else b).cast(a.dtype)
-def Mod(a, b, fmod=0):
-  if fmod or dtypes.is_float(a.dtype): return a.fmod(b)
-  return a.mod(b)
+def Mod(a, b, fmod=0): return a.fmod(b) if fmod else a.mod(b)
 def And(a, b): return a.logical_and(b)
 def Or(a, b): return a.logical_or(b)
 def Xor(a, b): return a.logical_xor(b)
@@ -139,12 +137,32 @@ def Clip(x, min=None, max=None, opset=13):
   if hi is not None: x = x.minimum(hi)
   return x
 
-def _cast(x: Any, to: DType, saturate: int = 1) -> Any:
+# small float formats: (mantissa bits, lowest normal exponent, largest finite value, overflow value without saturation)
+_SMALL_FLOATS = {17: (3, -6, 448.0, math.nan), 18: (3, -7, 240.0, math.nan), 19: (2, -14, 57344.0, math.inf), 20: (2, -15, 57344.0, math.nan),
+                 23: (1, 0, 6.0, None)}
+def _round_small_float(x: Tensor, fmt: int, saturate: int) -> Tensor:
+  """Round float32 values to the nearest value of a small float format (ties to even), exactly, via the exponent bits."""
+  mbits, emin, top, over = _SMALL_FLOATS[fmt]
+  xf = x.cast(dtypes.float32)
+  e = ((xf.bitcast(dtypes.uint32) >> 23) & 0xff).cast(dtypes.int32) - 127
+  e = e.maximum(emin)
+  q = ((e - mbits + 127).cast(dtypes.uint32) << 23).bitcast(dtypes.float32)
+  r = (xf / q).round() * q
+  big = r.abs() > top
+  if saturate or over is None: r = big.where(r.sign() * top, r)
+  else: r = big.where(r.sign() * over if over == math.inf else math.nan, r)
+  if fmt == 23: r = xf.isnan().where(-0.0, r)   # fp4 has no NaN
+  return xf.isnan().where(r if fmt == 23 else math.nan, r)
+
+_SUBBYTE_INTS = {21: (0, 15, dtypes.uint8), 22: (-8, 7, dtypes.int8), 25: (0, 3, dtypes.uint8), 26: (-2, 1, dtypes.int8)}
+def _cast(x: Any, to_type: int, saturate: int = 1) -> Any:
   if not isinstance(x, Tensor): return x
-  if to in dtypes.fp8s and saturate and dtypes.is_float(x.dtype):
-    hi = 448.0 if to == dtypes.fp8e4m3 else 57344.0
-    x = x.isnan().where(x, x.clip(-hi, hi))
-  return x.cast(to)
+  if to_type in _SUBBYTE_INTS:   # out of range becomes 0, as onnx's reference (ml_dtypes) does
+    lo, hi, dt = _SUBBYTE_INTS[to_type]
+    v = x.trunc() if dtypes.is_float(x.dtype) else x
+    return ((v >= lo) & (v <= hi)).where(v, 0).cast(dt)
+  if to_type in _SMALL_FLOATS and dtypes.is_float(x.dtype): return _round_small_float(x, to_type, saturate).cast(onnx_dtype(to_type))
+  return x.cast(onnx_dtype(to_type))
 def Cast(x, to, saturate=1, round_mode="up"):
   if to == TensorDataType.STRING:
     import numpy as np
@@ -152,8 +170,10 @@ def Cast(x, to, saturate=1, round_mode="up"):
   if not isinstance(x, Tensor):
     import numpy as np
     return Tensor(np.asarray(x, dtype=np.float64 if dtypes.is_float(onnx_dtype(to)) else np.int64)).cast(onnx_dtype(to))
-  return _cast(x, onnx_dtype(to), saturate)
-def CastLike(x, target, saturate=1, round_mode="up"): return _cast(x, target.dtype, saturate)
+  return _cast(x, to, saturate)
+def CastLike(x, target, saturate=1, round_mode="up", in_types=None):
+  to = in_types[1] if in_types and in_types[1] else DTYPE_TO_ONNX[target.dtype]
+  return _cast(x, to, saturate)
 def BitCast(x, to): return x.bitcast(onnx_dtype(to))
 
 # ***** shapes and movement *****
@@ -1208,6 +1228,157 @@ def LabelEncoder(X, default_float=-0.0, default_int64=-1, default_string="_Unuse
   return Tensor(np.array(res, dtype=values_tensor.numpy().dtype)).reshape(shape)
 def Binarizer(X, threshold=0.0): return (X > threshold).cast(X.dtype)
 def ArrayFeatureExtractor(X, Y): return _take(X, X.ndim - 1, Y.reshape(-1).cast(dtypes.int64))
+
+# ***** grid sampling, DFT, caches *****
+
+def _reflect(x: Tensor, lo: float, hi: float) -> Tensor:
+  rng = hi - lo
+  def fold(dx: Tensor, near: float, far: float) -> Tensor:
+    n = (dx / rng).floor()
+    r = dx - n * rng
+    return (n.mod(2) == 0).where(near + r if near == lo else near - r, far - r if far == hi else far + r)
+  below, above = fold(lo - x, lo, hi), fold(x - hi, hi, lo)
+  return (x < lo).where(below, (x > hi).where(above, x))
+
+def GridSample(X, grid, align_corners=0, mode="linear", padding_mode="zeros"):
+  mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+  n, c, spatial = X.shape[0], X.shape[1], X.shape[2:]
+  r, out_sp = len(spatial), grid.shape[1:-1]
+  P = _prod(out_sp)
+  g = grid.reshape(n, P, r).cast(dtypes.float32)
+  coords, bounds = [], []
+  for i, size in enumerate(spatial):
+    v = g[:, :, r - 1 - i]
+    x = (v + 1) / 2 * (size - 1) if align_corners else ((v + 1) * size - 1) / 2
+    lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+    if mode == "nearest": x = x.round()
+    if padding_mode == "border": x = ((x < lo) | (x > hi)).where(x.clip(0, size - 1), x)
+    elif padding_mode == "reflection": x = _reflect(x, lo, hi)
+    coords.append(x)
+    bounds.append((lo, hi))
+  def taps(x: Tensor) -> list[tuple[Tensor, Tensor]]:
+    if mode == "nearest": return [(x.trunc(), Tensor.ones_like(x))]
+    x0 = x.floor()
+    t = x - x0
+    if mode == "linear": return [(x0, 1 - t), (x0 + 1, t)]
+    A = -0.75
+    def cub(d): return ((A * (d + 1) - 5 * A) * (d + 1) + 8 * A) * (d + 1) - 4 * A
+    def near(d): return ((A + 2) * d - (A + 3)) * d * d + 1
+    return [(x0 - 1, cub(t)), (x0, near(t)), (x0 + 1, near(1 - t)), (x0 + 2, cub(1 - t))]
+  flat = X.reshape(n, c, _prod(spatial))
+  out = None
+  for combo in itertools.product(*[taps(x) for x in coords]):
+    lin, w, valid = None, None, None
+    for i, ((idx, wt), size) in enumerate(zip(combo, spatial)):
+      if padding_mode == "reflection": idx = _reflect(idx, *bounds[i]).trunc()
+      ok = (idx >= 0) & (idx <= size - 1)
+      idx = idx.clip(0, size - 1).cast(dtypes.int64)
+      lin = idx if lin is None else lin * size + idx
+      w = wt if w is None else w * wt
+      valid = ok if valid is None else valid & ok
+    assert lin is not None and w is not None and valid is not None
+    vals = flat.gather(2, lin.reshape(n, 1, P).expand(n, c, P))
+    if padding_mode == "zeros": w = valid.where(w, 0)
+    term = vals.cast(dtypes.float32) * w.reshape(n, 1, P)
+    out = term if out is None else out + term
+  assert out is not None
+  return out.reshape(n, c, *out_sp).cast(X.dtype)
+
+def TensorScatter(past_cache, update, write_indices=None, axis=-2, mode="linear"):
+  axis = _axis(axis, past_cache.ndim)
+  b, mx, s = past_cache.shape[0], past_cache.shape[axis], update.shape[axis]
+  wi = write_indices.cast(dtypes.int64) if write_indices is not None else Tensor.zeros(b, dtype=dtypes.int64)
+  pos = wi.reshape(b, 1) + Tensor.arange(s, dtype=dtypes.int64).reshape(1, s)
+  if mode == "circular": pos = pos.mod(mx)
+  shape = [b if i == 0 else s if i == axis else 1 for i in range(update.ndim)]
+  idx = (pos.reshape(b, s) if axis != 0 else pos).reshape(shape).expand(update.shape)
+  return past_cache.scatter(axis, idx, update)
+
+def _dft(x: Tensor, axis: int, n: int, inverse: bool, onesided: bool) -> Tensor:
+  """x (..., 2) real/imag with the signal on `axis`; -> (..., 2) with n (or n//2+1) outputs on axis."""
+  size = x.shape[axis]
+  if size < n: x = x.pad(tuple((0, n - size) if i == axis else None for i in range(x.ndim)))
+  elif size > n: x = x.shrink(tuple((0, n) if i == axis else None for i in range(x.ndim)))
+  k_out = n // 2 + 1 if onesided else n
+  sign = 1 if inverse else -1
+  ang = [[2 * math.pi * k * j / n for k in range(k_out)] for j in range(n)]
+  cos = Tensor([[math.cos(a) for a in row] for row in ang], dtype=dtypes.float64).cast(x.dtype)
+  sin = Tensor([[sign * math.sin(a) for a in row] for row in ang], dtype=dtypes.float64).cast(x.dtype)
+  xt = x.transpose(axis, -2)   # (..., n, 2) with the signal next to last
+  re, im = xt[..., 0], xt[..., 1]   # (..., n)
+  yr, yi = re @ cos - im @ sin, re @ sin + im @ cos
+  if inverse: yr, yi = yr / n, yi / n
+  return Tensor.stack(yr, yi, dim=-1).transpose(axis, -2)
+
+def DFT(x, dft_length=None, axis=None, inverse=0, onesided=0, opset=20):
+  if opset < 20: ax = axis if axis is not None else 1
+  else: ax = int(_scalar(axis)) if isinstance(axis, Tensor) else (axis if axis is not None else -2)
+  ax = _axis(ax, x.ndim)
+  if x.shape[-1] == 1: x = x.cat(Tensor.zeros_like(x), dim=-1)
+  n = int(_scalar(dft_length)) if dft_length is not None else x.shape[ax]
+  if inverse and onesided:   # the input holds n//2+1 bins: rebuild the Hermitian-symmetric rest
+    half = x
+    m = half.shape[ax]
+    mirror = _take(half, ax, [n - k for k in range(m, n)])
+    conj = mirror * Tensor([1.0, -1.0], dtype=x.dtype)
+    return _dft(half.cat(conj, dim=ax), ax, n, True, False)
+  return _dft(x, ax, n, bool(inverse), bool(onesided))
+
+def STFT(signal, frame_step, window=None, frame_length=None, onesided=1):
+  step = int(_scalar(frame_step))
+  flen = int(_scalar(frame_length)) if frame_length is not None else window.shape[0]
+  if signal.shape[-1] == 1: signal = signal.cat(Tensor.zeros_like(signal), dim=-1)
+  nf = (signal.shape[1] - flen) // step + 1
+  frames = Tensor.stack(*[signal[:, f * step:f * step + flen] for f in range(nf)], dim=1)   # (b, nf, flen, 2)
+  if window is not None: frames = frames * window.reshape(1, 1, flen, 1).cast(frames.dtype)
+  return _dft(frames, 2, flen, False, bool(onesided))
+
+def MelWeightMatrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, output_datatype=1):
+  nm, nd, sr = int(_scalar(num_mel_bins)), int(_scalar(dft_length)), int(_scalar(sample_rate))
+  lo, hi = float(_scalar(lower_edge_hertz)), float(_scalar(upper_edge_hertz))
+  bins = nd // 2 + 1
+  def mel(f): return 2595 * math.log10(1 + f / 700)
+  lo_m, hi_m = mel(lo), mel(hi)
+  step = (hi_m - lo_m) / (nm + 1)
+  edges = [math.floor(((700 * (10 ** ((lo_m + i * step) / 2595) - 1)) * (nd + 1)) / sr) for i in range(nm + 2)]
+  w = [[0.0] * nm for _ in range(bins)]
+  for i in range(nm):
+    left, center, right = edges[i], edges[i + 1], edges[i + 2]
+    if center == left: w[center][i] = 1.0
+    else:
+      for j in range(left, center + 1): w[j][i] = (j - left) / (center - left)
+    if right != center:
+      for j in range(center, right): w[j][i] = (right - j) / (right - center)
+  return Tensor(w, dtype=dtypes.float32).cast(onnx_dtype(output_datatype))
+
+def TfIdfVectorizer(X, max_gram_length, max_skip_count, min_gram_length, mode, ngram_counts, ngram_indexes, pool_int64s=None, pool_strings=None,
+                    weights=None):
+  pool = list(pool_strings if pool_strings is not None else pool_int64s)
+  bounds = list(ngram_counts) + [len(pool)]
+  table: dict[tuple, int] = {}
+  for n in range(len(ngram_counts)):   # bounds[n]..bounds[n+1] hold the (n+1)-grams
+    for start in range(bounds[n], bounds[n + 1], n + 1):
+      table[tuple(pool[start:start + n + 1])] = ngram_indexes[_gram_slot(bounds, n, start)]
+  rows = X.tolist() if isinstance(X, Tensor) else X.tolist()
+  batched = isinstance(rows[0], list) if rows else False
+  rows = rows if batched else [rows]
+  width = max(ngram_indexes) + 1
+  out = []
+  for row in rows:
+    counts = [0.0] * width
+    for n in range(min_gram_length, max_gram_length + 1):
+      for skip in range(0, (max_skip_count if n > 1 else 0) + 1):
+        span = (n - 1) * (skip + 1)
+        for s in range(len(row) - span):
+          key = tuple(row[s + k * (skip + 1)] for k in range(n))
+          if key in table: counts[table[key]] += 1
+    if mode == "IDF": counts = [(weights[i] if weights else 1.0) if c > 0 else 0.0 for i, c in enumerate(counts)]
+    elif mode == "TFIDF": counts = [c * (weights[i] if weights else 1.0) for i, c in enumerate(counts)]
+    out.append(counts)
+  return Tensor(out if batched else out[0], dtype=dtypes.float32)
+def _gram_slot(bounds: list[int], n: int, start: int) -> int:
+  """Index into ngram_indexes of the pool entry starting at `start`: one slot per n-gram, counting all shorter grams first."""
+  return sum((bounds[i + 1] - bounds[i]) // (i + 1) for i in range(n)) + (start - bounds[n]) // (n + 1)
 
 # ***** registry *****
 

@@ -5,7 +5,7 @@ until `OnnxTensor.to_tensor()` or `.payload()` is called. Malformed input raises
 bounds-checked, and nothing recurses deeper than MAX_DEPTH messages.
 """
 from __future__ import annotations
-import mmap, os, pathlib, struct
+import math, mmap, os, pathlib, struct
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad import Tensor, dtypes
@@ -157,12 +157,27 @@ class TensorDataType:   # ONNX TensorProto.DataType
   FLOAT8E8M0, UINT2, INT2 = 24, 25, 26
 
 DATA_TYPE_NAMES = {v: k for k, v in vars(TensorDataType).items() if not k.startswith("_")}
-# ONNX data type -> tinygrad dtype; 4-bit ints are unpacked to 8-bit ones
+# ONNX data type -> tinygrad dtype. Types tinygrad has no dtype for are held in a wider one with their values decoded: 2- and 4-bit ints
+# unpacked to 8-bit ints, the fnuz fp8s, fp4 (e2m1) and e8m0 to float32
 ONNX_DTYPES: dict[int, DType] = {
   1: dtypes.float32, 2: dtypes.uint8, 3: dtypes.int8, 4: dtypes.uint16, 5: dtypes.int16, 6: dtypes.int32, 7: dtypes.int64, 9: dtypes.bool,
   10: dtypes.float16, 11: dtypes.float64, 12: dtypes.uint32, 13: dtypes.uint64, 16: dtypes.bfloat16, 17: dtypes.fp8e4m3, 19: dtypes.fp8e5m2,
-  21: dtypes.uint8, 22: dtypes.int8}
-DTYPE_TO_ONNX: dict[DType, int] = {v: k for k, v in ONNX_DTYPES.items() if k not in (21, 22)}
+  21: dtypes.uint8, 22: dtypes.int8, 25: dtypes.uint8, 26: dtypes.int8,
+  18: dtypes.float32, 20: dtypes.float32, 23: dtypes.float32, 24: dtypes.float32}
+SUBBYTE_BITS = {21: 4, 22: 4, 25: 2, 26: 2, 23: 4}   # elements packed several to a byte, low bits first
+EMULATED_FLOATS = (18, 20, 23, 24)
+
+def decode_small_float(code: int, data_type: int) -> float:
+  """The value of one fnuz fp8 (18, 20), fp4 e2m1 (23) or e8m0 (24) code."""
+  if data_type == 24: return math.nan if code == 0xff else 2.0 ** (code - 127)
+  ebits, mbits, bias, nbits = {18: (4, 3, 8, 8), 20: (5, 2, 16, 8), 23: (2, 1, 1, 4)}[data_type]
+  if nbits == 8 and code == 0x80: return math.nan   # fnuz: "negative zero" is the only NaN
+  sign = -1.0 if code >> (nbits - 1) else 1.0
+  e, m = (code >> mbits) & ((1 << ebits) - 1), code & ((1 << mbits) - 1)
+  if e == 0: return sign * m / (1 << mbits) * 2.0 ** (1 - bias)
+  return sign * (1 + m / (1 << mbits)) * 2.0 ** (e - bias)
+
+DTYPE_TO_ONNX: dict[DType, int] = {v: k for k, v in ONNX_DTYPES.items() if k not in SUBBYTE_BITS and k not in EMULATED_FLOATS}
 
 def onnx_dtype(data_type: int) -> DType:
   if (dt := ONNX_DTYPES.get(data_type)) is None:
@@ -233,15 +248,19 @@ class OnnxTensor:   # TensorProto
     elif dtn == TensorDataType.INT64: data = struct.pack(f"<{len(self.int64_data)}q", *self.int64_data)
     elif dtn in (TensorDataType.UINT32, TensorDataType.UINT64):
       data = struct.pack(f"<{len(self.uint64_data)}{'IQ'[dt.itemsize // 8]}", *self.uint64_data)
-    elif dtn in (TensorDataType.UINT4, TensorDataType.INT4): data = bytes(v & 0xff for v in self.int32_data)
+    elif dtn in SUBBYTE_BITS or dtn in EMULATED_FLOATS: data = bytes(v & 0xff for v in self.int32_data)
     else:   # int32_data holds the values (or the bit patterns of 16-bit and 8-bit floats)
       fmt = {1: "B", 2: "H", 4: "I"}[dt.itemsize]
       data = struct.pack(f"<{len(self.int32_data)}{fmt}", *(v & ((1 << (8 * dt.itemsize)) - 1) for v in self.int32_data))
-    if dtn in (TensorDataType.UINT4, TensorDataType.INT4):
-      if len(data) != (n + 1) // 2: raise ValueError(f"tensor {self.name!r}: {len(data)} bytes for {n} 4-bit elements")
-      nib = [(b >> s) & 0xf for b in bytes(data) for s in (0, 4)][:n]
-      if dtn == TensorDataType.INT4: nib = [v - 16 if v >= 8 else v for v in nib]
-      return struct.pack(f"<{n}{'b' if dtn == TensorDataType.INT4 else 'B'}", *nib)
+    if (bits := SUBBYTE_BITS.get(dtn)) is not None:
+      if len(data) != (n * bits + 7) // 8: raise ValueError(f"tensor {self.name!r}: {len(data)} bytes for {n} {bits}-bit elements")
+      codes = [(b >> s) & ((1 << bits) - 1) for b in bytes(data) for s in range(0, 8, bits)][:n]
+      if dtn in EMULATED_FLOATS: return struct.pack(f"<{n}f", *(decode_small_float(c, dtn) for c in codes))
+      if dtn in (TensorDataType.INT4, TensorDataType.INT2): codes = [c - (1 << bits) if c >= 1 << (bits - 1) else c for c in codes]
+      return struct.pack(f"<{n}{'b' if dtn in (TensorDataType.INT4, TensorDataType.INT2) else 'B'}", *codes)
+    if dtn in EMULATED_FLOATS:
+      if len(data) != n: raise ValueError(f"tensor {self.name!r}: {len(data)} bytes for {n} 8-bit elements")
+      return struct.pack(f"<{n}f", *(decode_small_float(c, dtn) for c in bytes(data)))
     if len(data) != n * dt.itemsize:
       raise ValueError(f"tensor {self.name!r}: {len(data)} bytes of data for shape {self.shape} of {dt} ({n * dt.itemsize} bytes expected)")
     return data
