@@ -84,7 +84,9 @@ def HardSwish(x): return x * (x / 6 + 0.5).clip(0, 1)
 def HardSigmoid(x, alpha=0.2, beta=0.5): return (x * alpha + beta).clip(0, 1)
 def Elu(x, alpha=1.0): return (x > 0).where(x, (x.exp() - 1) * alpha)
 def Selu(x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875): return (x > 0).where(x, (x.exp() - 1) * alpha) * gamma
-def Celu(x, alpha=1.0): return x.relu() + ((x / alpha).exp() - 1).minimum(0) * alpha
+def Celu(x, alpha=1.0):
+  xf = x.cast(dtypes.float32) if x.dtype in (dtypes.bfloat16, dtypes.float16) else x
+  return (xf.relu() + ((xf / alpha).exp() - 1).minimum(0) * alpha).cast(x.dtype)
 def LeakyRelu(x, alpha=0.01): return (x >= 0).where(x, x * alpha)
 def ThresholdedRelu(x, alpha=1.0): return (x > alpha).where(x, 0)
 def PRelu(x, slope): return (x < 0).where(x * slope, x)
@@ -316,9 +318,9 @@ def DepthToSpace(x, blocksize, mode="DCR"):
   if mode == "DCR": y = x.reshape(b, blocksize, blocksize, c // blocksize**2, h, w).permute(0, 3, 4, 1, 5, 2)
   else: y = x.reshape(b, c // blocksize**2, blocksize, blocksize, h, w).permute(0, 1, 4, 2, 5, 3)
   return y.reshape(b, c // blocksize**2, h * blocksize, w * blocksize)
-def SpaceToDepth(x, blocksize):
+def SpaceToDepth(x, blocksize, mode="DCR"):
   b, c, h, w = x.shape
-  y = x.reshape(b, c, h // blocksize, blocksize, w // blocksize, blocksize).permute(0, 3, 5, 1, 2, 4)
+  y = x.reshape(b, c, h // blocksize, blocksize, w // blocksize, blocksize).permute((0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4))
   return y.reshape(b, c * blocksize**2, h // blocksize, w // blocksize)
 def EyeLike(x, dtype=None, k=0):
   n, m = x.shape
@@ -486,7 +488,7 @@ def ConvTranspose(x, W, B=None, auto_pad="NOTSET", dilations=None, group=1, kern
   full = [(x.shape[2 + i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 for i in range(n)]
   if output_shape is not None:
     total = [full[i] + op[i] - output_shape[-n:][i] for i in range(n)]
-    p = [((t // 2, t - t // 2) if auto_pad != "SAME_LOWER" else (t - t // 2, t // 2)) for t in total]
+    p = [((t // 2, t - t // 2) if auto_pad == "SAME_UPPER" else (t - t // 2, t // 2)) for t in total]
   elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
     total = [full[i] + op[i] - x.shape[2 + i] * s[i] for i in range(n)]
     p = [((t // 2, t - t // 2) if auto_pad == "SAME_UPPER" else (t - t // 2, t // 2)) for t in total]
@@ -558,9 +560,10 @@ def MaxUnpool(x, I, output_shape=None, kernel_shape=None, pads=None, strides=Non
   if output_shape is not None: out = _ints(output_shape)[2:]
   else: out = [(x.shape[2 + i] - 1) * s[i] + kernel_shape[i] - p[i] - p[i + n] for i in range(n)]
   b, c = x.shape[:2]
-  flat = Tensor.zeros(b * c * _prod(out), dtype=x.dtype)
-  return flat.scatter(0, I.reshape(-1).cast(dtypes.int64) + 0, x.reshape(-1)).reshape(b, c, *out) if False else \
-    Tensor.zeros(b, c, _prod(out), dtype=x.dtype).scatter(2, (I.reshape(b, c, -1) % _prod(out)), x.reshape(b, c, -1)).reshape(b, c, *out)
+  # indices address the unpooled shape the pool saw; a larger output_shape pads it at the end
+  inferred = [(x.shape[2 + i] - 1) * s[i] + kernel_shape[i] - p[i] - p[i + n] for i in range(n)]
+  y = Tensor.zeros(b, c, _prod(inferred), dtype=x.dtype).scatter(2, I.reshape(b, c, -1) % _prod(inferred), x.reshape(b, c, -1))
+  return y.reshape(b, c, *inferred).pad(((0, 0), (0, 0)) + tuple((0, o - i) for o, i in zip(out, inferred)))
 
 # ***** normalization *****
 
@@ -608,7 +611,7 @@ def LRN(x, size, alpha=1e-4, beta=0.75, bias=1.0):
   return x / (bias + alpha / size * win).pow(beta)
 def LpNormalization(x, axis=-1, p=2):
   n = x.abs().sum(axis, keepdim=True) if p == 1 else x.square().sum(axis, keepdim=True).sqrt()
-  return x / n
+  return (n == 0).where(0, x / n).cast(x.dtype)
 def MeanVarianceNormalization(x, axes=(0, 2, 3)):
   mean = x.mean(tuple(axes), keepdim=True)
   return (x - mean) / ((x.square().mean(tuple(axes), keepdim=True) - mean.square()).sqrt() + 1e-9)
@@ -684,6 +687,7 @@ def _resize_weights(n_in: int, n_out: int, scale: float, mode: str, ctm: str, ne
       taps = [(base + o, w / tot) for o, w in zip(offs, ws)]
     elif mode == "linear": taps = [(base, 1 - ratio), (base + 1, ratio)] if xi != base else [(base, 1.0)]
     else:
+      if xi == base: base, ratio = base - 1, 1.0   # an exact sample: the taps sit one to the left, weight 1 on the third
       r = ratio
       cs = [_cubic_kernel(r + 1, A), _cubic_kernel(r, A), _cubic_kernel(1 - r, A), _cubic_kernel(2 - r, A)]
       taps = list(zip([base - 1, base, base + 1, base + 2], cs))
@@ -793,7 +797,12 @@ def Loop(M, cond, *v_initial, body, runner, env):
   return tuple(state) + tuple(scan_outs)
 
 def Scan(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_directions=None, scan_output_axes=None,
-         scan_output_directions=None, runner, env, opset=16):
+         scan_output_directions=None, directions=None, runner, env, opset=16):
+  if opset < 9:   # Scan-8: a sequence_lens input first and a batch dim on everything; run each batch entry as Scan-9 would
+    rest = inputs[1:]
+    per = [Scan(*[t[bi] for t in rest], body=body, num_scan_inputs=num_scan_inputs, scan_input_directions=directions, runner=runner,
+                env=env) for bi in range(rest[0].shape[0])]
+    return tuple(Tensor.stack(*[o[j] for o in per], dim=0) for j in range(len(per[0])))
   n_state = len(inputs) - num_scan_inputs
   state, xs = list(inputs[:n_state]), list(inputs[n_state:])
   in_axes = [_axis(a, x.ndim) for a, x in zip(scan_input_axes or [0] * len(xs), xs)]
@@ -893,9 +902,7 @@ def RotaryEmbedding(X, cos_cache, sin_cache, position_ids=None, interleaved=0, n
   y = out.cat(rest, dim=-1) if rest.shape[-1] else out
   return y.reshape(y.shape[0], y.shape[1], -1) if rank3 else y.transpose(1, 2)
 
-def SwiGLU(x, alpha=1.0, axis=-1, limit=None, n_outputs=1):
-  a, b = x.chunk(2, axis)
-  return a * (a * alpha).sigmoid() * b
+def SwiGLU(a, b, alpha=1.0): return a * (a * alpha).sigmoid() * b
 
 # ***** recurrent *****
 
@@ -970,6 +977,8 @@ def _recurrent(kind: str, X, W, R, B, sequence_lens, initial_h, initial_c, P, ac
         cn = f_ * c + i_ * f[1](gc)
         if p is not None: go = go + po * cn
         hn = f[0](go) * f[2](cn)
+      # contiguous: works around a scheduler bug (stacking a step with one computed from it reads out of bounds; see the report)
+      hn, cn = hn.contiguous(), cn.contiguous()
       if all(active): h, c, yt = hn, cn, hn
       else:
         m = Tensor(active).reshape(batch, 1)
@@ -1084,10 +1093,17 @@ def _per_axis(s: Tensor, x: Tensor, axis: int, block_size: int) -> Tensor:
   axis = _axis(axis, x.ndim)
   if block_size: return s.repeat_interleave(block_size, axis).shrink(tuple((0, x.shape[i]) for i in range(x.ndim)))
   return s.reshape([-1 if i == axis else 1 for i in range(x.ndim)])
-def QuantizeLinear(x, y_scale, y_zero_point=None, axis=1, block_size=0, output_dtype=0, saturate=1, precision=0):
-  dt = y_zero_point.dtype if y_zero_point is not None else onnx_dtype(output_dtype) if output_dtype else dtypes.uint8
+def QuantizeLinear(x, y_scale, y_zero_point=None, axis=1, block_size=0, output_dtype=0, saturate=1, precision=0, in_types=None):
+  to = (in_types[2] if in_types and len(in_types) > 2 and in_types[2] else DTYPE_TO_ONNX.get(y_zero_point.dtype, 2)) \
+    if y_zero_point is not None else output_dtype or 2
+  dt = onnx_dtype(to)
   sc = _per_axis(y_scale, x, axis, block_size)
   xf = x.cast(dtypes.float32) / sc.cast(dtypes.float32)
+  if to in _SUBBYTE_INTS or to == 23:
+    zp = _per_axis(y_zero_point, x, axis, block_size).cast(dtypes.float32) if y_zero_point is not None else 0
+    if to == 23: return _round_small_float(xf + zp, 23, 1)
+    lo, hi, _ = _SUBBYTE_INTS[to]
+    return (xf.round() + zp).clip(lo, hi).cast(dt)
   if dt in dtypes.fp8s:
     zp = _per_axis(y_zero_point, x, axis, block_size).cast(dtypes.float32) if y_zero_point is not None else 0
     y = xf + zp
@@ -1150,7 +1166,7 @@ def StringSplit(X, delimiter=None, maxsplit=None):
   np = _np()
   parts = [(s.split(delimiter, maxsplit if maxsplit is not None else -1) if delimiter else s.split(None, maxsplit if maxsplit is not None else -1))
            for s in X.reshape(-1)]
-  width = max([len(p) for p in parts] + [1])
+  width = max([len(p) for p in parts], default=0)
   out = np.array([p + [""] * (width - len(p)) for p in parts], dtype=object).reshape(X.shape + (width,))
   return out, Tensor(np.array([len(p) for p in parts], dtype=np.int64).reshape(X.shape))
 def StringNormalizer(X, case_change_action="NONE", is_case_sensitive=0, locale=None, stopwords=None):
@@ -1379,6 +1395,39 @@ def TfIdfVectorizer(X, max_gram_length, max_skip_count, min_gram_length, mode, n
 def _gram_slot(bounds: list[int], n: int, start: int) -> int:
   """Index into ngram_indexes of the pool entry starting at `start`: one slot per n-gram, counting all shorter grams first."""
   return sum((bounds[i + 1] - bounds[i]) // (i + 1) for i in range(n)) + (start - bounds[n]) // (n + 1)
+
+def CausalConvWithState(input, weight, bias=None, past_state=None, activation="none", n_outputs=1):
+  b, c, _ = input.shape
+  k = weight.shape[2]
+  pad = past_state if past_state is not None else Tensor.zeros(b, c, k - 1, dtype=input.dtype)
+  padded = pad.cat(input, dim=2) if k > 1 else input
+  y = padded.conv2d(weight, bias, groups=c).cast(input.dtype)
+  if activation in ("silu", "swish"): y = (y.cast(dtypes.float32) * y.cast(dtypes.float32).sigmoid()).cast(input.dtype)
+  state = padded.shrink((None, None, (padded.shape[2] - (k - 1), padded.shape[2])))
+  return (y, state)[:max(n_outputs, 1)]
+
+def LinearAttention(query, key, value, past_state=None, decay=None, beta=None, chunk_size=None, kv_num_heads=None, q_num_heads=None, scale=None,
+                    update_rule="gated_delta", n_outputs=1):
+  b, t, _ = query.shape
+  dk, dv, group = query.shape[-1] // q_num_heads, value.shape[-1] // kv_num_heads, q_num_heads // kv_num_heads
+  def heads(x: Tensor, h: int) -> Tensor: return x.reshape(b, t, h, -1).transpose(1, 2).cast(dtypes.float32)
+  q, k, v = heads(query, q_num_heads), heads(key, kv_num_heads), heads(value, kv_num_heads)
+  gating, delta = update_rule in ("gated", "gated_delta"), update_rule in ("delta", "gated_delta")
+  g = None
+  if decay is not None: g = decay.reshape(b, t, kv_num_heads, 1).transpose(1, 2) if decay.shape[-1] == kv_num_heads else heads(decay, kv_num_heads)
+  bt = beta.reshape(b, t, beta.shape[-1], 1).transpose(1, 2).cast(dtypes.float32) if beta is not None else None
+  state = past_state.cast(dtypes.float32) if past_state is not None else Tensor.zeros(b, kv_num_heads, dk, dv)
+  sc = scale if scale else 1 / math.sqrt(dk)
+  outs = []
+  for i in range(t):
+    qt, kt, vt = q[:, :, i], k[:, :, i], v[:, :, i]
+    if gating and g is not None: state = state * g[:, :, i].cast(dtypes.float32).exp().unsqueeze(-1)
+    if delta and bt is not None: vt = bt[:, :, i] * (vt - (state * kt.unsqueeze(-1)).sum(-2))
+    state = (state + kt.unsqueeze(-1) * vt.unsqueeze(-2)).contiguous()
+    read = state.repeat_interleave(group, 1) if group > 1 else state
+    outs.append((qt.unsqueeze(-1) * read).sum(-2) * sc)
+  out = Tensor.stack(*outs, dim=2).transpose(1, 2).reshape(b, t, q_num_heads * dv).cast(query.dtype)
+  return (out, state.cast(past_state.dtype if past_state is not None else query.dtype))[:max(n_outputs, 1)]
 
 # ***** registry *****
 
