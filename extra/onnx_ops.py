@@ -431,7 +431,8 @@ def Hardmax(x, axis=None, opset=13): return _flat2d(_hardmax, x, (-1 if opset >=
 
 # ***** linear algebra *****
 
-def MatMul(a, b): return a @ b
+def _f32(x: Tensor) -> bool: return x.dtype in (dtypes.float16, dtypes.bfloat16)
+def MatMul(a, b): return (a.cast(dtypes.float32) @ b.cast(dtypes.float32)).cast(a.dtype) if _f32(a) else a @ b
 def Gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
   a, b = (A.T if transA else A), (B.T if transB else B)
   y = (a @ b) * alpha if alpha != 1.0 else a @ b
@@ -868,7 +869,9 @@ def Attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
   hq, hk = Q.shape[1], present_k.shape[1]
   k, v = present_k, present_v
   if hq != hk: k, v = k.repeat_interleave(hq // hk, 1), v.repeat_interleave(hq // hk, 1)
-  qk = (Q * s) @ (k * s).transpose(-1, -2)
+  # 16-bit inputs: products and sums in float32 (numpy's reference rounds only where it stores)
+  low = Q.dtype in (dtypes.float16, dtypes.bfloat16)
+  qk = ((Q * s).cast(dtypes.float32) @ (k * s).cast(dtypes.float32).transpose(-1, -2)).cast(Q.dtype) if low else (Q * s) @ (k * s).transpose(-1, -2)
   if softcap and softcap > 0: qk = (qk / softcap).tanh() * softcap
   qkb = qk + bias
   qk_out = qkb if qk_matmul_output_mode == 2 else qk
@@ -881,7 +884,7 @@ def Attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
   p = (bias.max(-1, keepdim=True) == neg).where(0, p)
   if qk_matmul_output_mode == 3: qk_out = p
   p = p.cast(Q.dtype)
-  y = p @ v
+  y = (p.cast(dtypes.float32) @ v.cast(dtypes.float32)).cast(Q.dtype) if low else p @ v
   if rank3: y = y.transpose(1, 2).reshape(b, lq, -1)
   return (y, present_k, present_v, qk_out.cast(Q.dtype))[:max(n_outputs, 1)]
 
@@ -1337,7 +1340,7 @@ def DFT(x, dft_length=None, axis=None, inverse=0, onesided=0, opset=20):
     m = half.shape[ax]
     mirror = _take(half, ax, [n - k for k in range(m, n)])
     conj = mirror * Tensor([1.0, -1.0], dtype=x.dtype)
-    return _dft(half.cat(conj, dim=ax), ax, n, True, False)
+    return _dft(half.cat(conj, dim=ax), ax, n, True, False)[..., :1]   # a real signal
   return _dft(x, ax, n, bool(inverse), bool(onesided))
 
 def STFT(signal, frame_step, window=None, frame_length=None, onesided=1):
