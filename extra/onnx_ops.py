@@ -1229,7 +1229,8 @@ def Adam(R, T, *xs, alpha=0.9, beta=0.999, epsilon=0.0, norm_coefficient=0.0, no
 def LabelEncoder(X, default_float=-0.0, default_int64=-1, default_string="_Unused", default_tensor=None, keys_floats=None, keys_int64s=None,
                  keys_strings=None, keys_tensor=None, values_floats=None, values_int64s=None, values_strings=None, values_tensor=None):
   np = _np()
-  keys = keys_strings or keys_int64s or keys_floats or (list(keys_tensor.numpy().reshape(-1)) if keys_tensor is not None else [])
+  def flat(t): return list((t.numpy() if isinstance(t, Tensor) else t).reshape(-1))
+  keys = keys_strings or keys_int64s or keys_floats or (flat(keys_tensor) if keys_tensor is not None else [])
   if values_tensor is not None: vals, out_dt = list((values_tensor.numpy() if isinstance(values_tensor, Tensor) else values_tensor).reshape(-1)), "t"
   elif values_strings is not None: vals, out_dt = values_strings, "s"
   elif values_int64s is not None: vals, out_dt = values_int64s, "i"
@@ -1334,7 +1335,7 @@ def DFT(x, dft_length=None, axis=None, inverse=0, onesided=0, opset=20):
   else: ax = int(_scalar(axis)) if isinstance(axis, Tensor) else (axis if axis is not None else -2)
   ax = _axis(ax, x.ndim)
   if x.shape[-1] == 1: x = x.cat(Tensor.zeros_like(x), dim=-1)
-  n = int(_scalar(dft_length)) if dft_length is not None else x.shape[ax]
+  n = int(_scalar(dft_length)) if dft_length is not None else 2 * (x.shape[ax] - 1) if inverse and onesided else x.shape[ax]
   if inverse and onesided:   # the input holds n//2+1 bins: rebuild the Hermitian-symmetric rest
     half = x
     m = half.shape[ax]
