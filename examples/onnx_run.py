@@ -6,10 +6,10 @@ compared with onnxruntime when it is installed.
 """
 import argparse, pathlib, sys, time
 sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])   # the repo root, so `extra` imports
-import numpy as np
-from tinygrad import Tensor, TinyJit, dtypes
-from tinygrad.tensor import _to_np_dtype
-from extra.onnx import OnnxRunner, onnx_load_message, message_value, onnx_dtype
+import numpy as np  # noqa: E402
+from tinygrad import Tensor, TinyJit, dtypes  # noqa: E402
+from tinygrad.tensor import _to_np_dtype  # noqa: E402
+from extra.onnx import OnnxRunner, onnx_load_message, message_value, onnx_dtype  # noqa: E402
 
 def random_input(shape, dtype, dims: dict[str, int], rng) -> np.ndarray:
   concrete = [d if isinstance(d, int) and d > 0 else dims.get(str(d), 1) for d in shape]
@@ -58,7 +58,8 @@ def main():
   print()
   for name, v in outs.items():
     arr = v.numpy() if isinstance(v, Tensor) else v
-    print(f"  output {name}: {getattr(arr, 'shape', None)} {getattr(arr, 'dtype', type(arr).__name__)}\n    {np.array2string(np.asarray(arr).reshape(-1)[:8])}")
+    print(f"  output {name}: {getattr(arr, 'shape', None)} {getattr(arr, 'dtype', type(arr).__name__)}")
+    print(f"    {np.array2string(np.asarray(arr).reshape(-1)[:8])}")
   print(f"tinygrad: first {times[0] * 1e3:.2f} ms, best {min(times) * 1e3:.2f} ms")
 
   try: import onnxruntime as ort

@@ -3,11 +3,11 @@
   python3 extra/bench/bench_onnx.py [--runs N]"""
 import argparse, pathlib, sys, time
 sys.path[0] = str(pathlib.Path(__file__).resolve().parents[2])
-import numpy as np
-import torch
-from tinygrad import Tensor, TinyJit
-from extra.onnx import OnnxRunner
-from extra.onnx_torch_models import resnet18, bert_like, export
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from tinygrad import Tensor, TinyJit  # noqa: E402
+from extra.onnx import OnnxRunner  # noqa: E402
+from extra.onnx_torch_models import resnet18, bert_like, export  # noqa: E402
 
 def best_ms(fn, runs: int) -> float:
   times = []
