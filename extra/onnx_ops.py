@@ -89,7 +89,9 @@ def Celu(x, alpha=1.0):
   return (xf.relu() + ((xf / alpha).exp() - 1).minimum(0) * alpha).cast(x.dtype)
 def LeakyRelu(x, alpha=0.01): return (x >= 0).where(x, x * alpha)
 def ThresholdedRelu(x, alpha=1.0): return (x > alpha).where(x, 0)
-def PRelu(x, slope): return (x < 0).where(x * slope, x)
+def PRelu(x, slope, opset=16):
+  if opset < 7 and slope.ndim == 1 and x.ndim > 2 and slope.shape[0] == x.shape[1]: slope = slope.reshape(-1, *[1] * (x.ndim - 2))   # per channel
+  return (x < 0).where(x * slope, x)
 def Gelu(x, approximate="none"):
   if approximate == "tanh": return x * 0.5 * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
   return x * 0.5 * (1 + (x / math.sqrt(2)).erf())

@@ -7,7 +7,8 @@ from onnx import helper, numpy_helper, TensorProto  # noqa: E402
 from tinygrad import Tensor, TinyJit  # noqa: E402
 from tinygrad.device import Device  # noqa: E402
 from extra.onnx import OnnxRunner, onnx_load  # noqa: E402
-from extra.onnx_conformance import run_tinygrad, compare, message_value  # noqa: E402
+from extra.onnx_conformance import run_tinygrad, compare  # noqa: E402
+from extra.onnx import message_value  # noqa: E402
 from extra.onnx_parser import onnx_load_message  # noqa: E402
 
 DATA = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data"
@@ -90,6 +91,7 @@ def _dirs(suite): return sorted(p.name for p in (DATA / suite).iterdir() if (p /
 
 @pytest.mark.parametrize("suite_case", [f"{s}/{c}" for s in ("simple", "pytorch-converted", "pytorch-operator") for c in _dirs(s)])
 def test_shipped_suites(suite_case):
+  if "test_gradient_of" in suite_case: pytest.xfail("the Gradient op (ai.onnx.preview.training) is not supported")
   run_tinygrad(DATA / suite_case)
 
 LIGHT = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet", "squeezenet", "vgg19", "zfnet512"]
