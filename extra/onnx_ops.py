@@ -159,14 +159,24 @@ def _round_small_float(x: Tensor, fmt: int, saturate: int) -> Tensor:
   return xf.isnan().where(r if fmt == 23 else math.nan, r)
 
 _SUBBYTE_INTS = {21: (0, 15, dtypes.uint8), 22: (-8, 7, dtypes.int8), 25: (0, 3, dtypes.uint8), 26: (-2, 1, dtypes.int8)}
-def _cast(x: Any, to_type: int, saturate: int = 1) -> Any:
+def _cast(x: Any, to_type: int, saturate: int = 1, round_mode: str = "up") -> Any:
   if not isinstance(x, Tensor): return x
   if to_type in _SUBBYTE_INTS:   # out of range becomes 0, as onnx's reference (ml_dtypes) does
     lo, hi, dt = _SUBBYTE_INTS[to_type]
     v = x.trunc() if dtypes.is_float(x.dtype) else x
     return ((v >= lo) & (v <= hi)).where(v, 0).cast(dt)
   if to_type in _SMALL_FLOATS and dtypes.is_float(x.dtype): return _round_small_float(x, to_type, saturate).cast(onnx_dtype(to_type))
+  if to_type == 24 and dtypes.is_float(x.dtype): return _round_e8m0(x, round_mode)
   return x.cast(onnx_dtype(to_type))
+def _round_e8m0(x: Tensor, round_mode: str) -> Tensor:
+  """To a power of two (e8m0: exponent only, 2**-127 .. 2**127), rounding up, down or to nearest as round_mode says."""
+  bits = x.cast(dtypes.float32).bitcast(dtypes.uint32)
+  e, mant = ((bits >> 23) & 0xff).cast(dtypes.int32) - 127, bits & 0x7fffff
+  if round_mode == "up": e = e + (mant != 0).cast(dtypes.int32)
+  elif round_mode == "nearest": e = e + (mant >= 0x400000).cast(dtypes.int32)
+  e = (x == 0).where(-127, e).clip(-127, 127)
+  val = (e == -127).where(Tensor(0x400000, dtype=dtypes.uint32), ((e + 127).cast(dtypes.uint32) << 23)).bitcast(dtypes.float32)
+  return x.isnan().where(math.nan, val)
 def Cast(x, to, saturate=1, round_mode="up"):
   if to == TensorDataType.STRING:
     import numpy as np
@@ -174,10 +184,10 @@ def Cast(x, to, saturate=1, round_mode="up"):
   if not isinstance(x, Tensor):
     import numpy as np
     return Tensor(np.asarray(x, dtype=np.float64 if dtypes.is_float(onnx_dtype(to)) else np.int64)).cast(onnx_dtype(to))
-  return _cast(x, to, saturate)
+  return _cast(x, to, saturate, round_mode)
 def CastLike(x, target, saturate=1, round_mode="up", in_types=None):
   to = in_types[1] if in_types and in_types[1] else DTYPE_TO_ONNX[target.dtype]
-  return _cast(x, to, saturate)
+  return _cast(x, to, saturate, round_mode)
 def BitCast(x, to): return x.bitcast(onnx_dtype(to))
 
 # ***** shapes and movement *****
@@ -1361,7 +1371,7 @@ def MelWeightMatrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upp
   bins = nd // 2 + 1
   def mel(f): return 2595 * math.log10(1 + f / 700)
   lo_m, hi_m = mel(lo), mel(hi)
-  step = (hi_m - lo_m) / (nm + 1)
+  step = (hi_m - lo_m) / (nm + 2)
   edges = [math.floor(((700 * (10 ** ((lo_m + i * step) / 2595) - 1)) * (nd + 1)) / sr) for i in range(nm + 2)]
   w = [[0.0] * nm for _ in range(bins)]
   for i in range(nm):
