@@ -1445,9 +1445,48 @@ def LinearAttention(query, key, value, past_state=None, decay=None, beta=None, c
   out = Tensor.stack(*outs, dim=2).transpose(1, 2).reshape(b, t, q_num_heads * dv).cast(query.dtype)
   return (out, state.cast(past_state.dtype if past_state is not None else query.dtype))[:max(n_outputs, 1)]
 
+def TreeEnsemble(X, nodes_splits, nodes_featureids, nodes_modes, nodes_truenodeids, nodes_falsenodeids, nodes_trueleafs, nodes_falseleafs,
+                 leaf_targetids, leaf_weights, tree_roots, post_transform=0, aggregate_function=1, nodes_hitrates=None,
+                 nodes_missing_value_tracks_true=None, membership_values=None, n_targets=None):
+  splits, weights = _floats(nodes_splits), _floats(leaf_weights)
+  nodes_modes, nodes_featureids, nodes_truenodeids, nodes_falsenodeids, nodes_trueleafs, nodes_falseleafs, leaf_targetids, tree_roots = \
+    (_ints(v) for v in (nodes_modes, nodes_featureids, nodes_truenodeids, nodes_falsenodeids, nodes_trueleafs, nodes_falseleafs, leaf_targetids,
+                        tree_roots))
+  members: list[set[float]] = []
+  if membership_values is not None:
+    cur: set[float] = set()
+    for v in _floats(membership_values):
+      if math.isnan(v): members.append(cur); cur = set()
+      else: cur.add(v)
+  member_of, k = {}, 0
+  for i, m in enumerate(nodes_modes):
+    if m == 6: member_of[i], k = members[k], k + 1
+  missing = _ints(nodes_missing_value_tracks_true) if nodes_missing_value_tracks_true is not None else [0] * len(nodes_modes)
+  cmp = [lambda x, s: x <= s, lambda x, s: x < s, lambda x, s: x >= s, lambda x, s: x > s, lambda x, s: x == s, lambda x, s: x != s,
+         lambda x, s: x in s]
+  rows = X.cast(dtypes.float64).tolist()
+  nt = n_targets or (max(leaf_targetids) + 1)
+  init = {0: 0.0, 1: 0.0, 2: math.inf, 3: -math.inf}[aggregate_function]
+  out = []
+  for row in rows:
+    res = [init] * nt
+    for root in tree_roots:
+      node, leaf = root, bool(nodes_trueleafs[root] and nodes_falseleafs[root] and nodes_truenodeids[root] == nodes_falsenodeids[root])
+      while not leaf:   # walk down iteratively: deep trees don't recurse
+        x = row[nodes_featureids[node]]
+        go = (math.isnan(x) and bool(missing[node])) or cmp[nodes_modes[node]](x, member_of.get(node, splits[node]))
+        node, leaf = (nodes_truenodeids[node], bool(nodes_trueleafs[node])) if go else (nodes_falsenodeids[node], bool(nodes_falseleafs[node]))
+      t, w = leaf_targetids[node], weights[node]
+      if aggregate_function == 0: res[t] += w / len(tree_roots)
+      elif aggregate_function == 1: res[t] += w
+      elif aggregate_function == 2: res[t] = min(res[t], w)
+      else: res[t] = max(res[t], w)
+    out.append(res)
+  return Tensor(out, dtype=dtypes.float64).cast(X.dtype)
+
 # ***** registry *****
 
-_ML_OPS, _TRAINING_OPS = ("LabelEncoder", "Binarizer", "ArrayFeatureExtractor"), ("Adagrad", "Momentum", "Adam")
+_ML_OPS, _TRAINING_OPS = ("LabelEncoder", "Binarizer", "ArrayFeatureExtractor", "TreeEnsemble"), ("Adagrad", "Momentum", "Adam")
 _ALL = {k: v for k, v in globals().items() if k[:1].isupper() and getattr(v, "__module__", None) == __name__ and not isinstance(v, type)}
 DOMAIN_OPS: dict[str, dict[str, Callable]] = {"": {k: v for k, v in _ALL.items() if k not in _ML_OPS + _TRAINING_OPS},
                                               "ai.onnx.ml": {k: _ALL[k] for k in _ML_OPS},
