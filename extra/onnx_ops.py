@@ -1484,6 +1484,43 @@ def TreeEnsemble(X, nodes_splits, nodes_featureids, nodes_modes, nodes_truenodei
     out.append(res)
   return Tensor(out, dtype=dtypes.float64).cast(X.dtype)
 
+def RoiAlign(X, rois, batch_indices, coordinate_transformation_mode="half_pixel", mode="avg", output_height=1, output_width=1,
+             sampling_ratio=0, spatial_scale=1.0):
+  _, c, h, w = X.shape
+  off = 0.5 if coordinate_transformation_mode == "half_pixel" else 0.0
+  outs = []
+  for roi, b in zip(rois.tolist(), _ints(batch_indices)):
+    x0, y0, x1, y1 = (v * spatial_scale - off for v in roi)
+    rw, rh = x1 - x0, y1 - y0
+    if not off: rw, rh = max(rw, 1.0), max(rh, 1.0)
+    bh, bw = rh / output_height, rw / output_width
+    gh = sampling_ratio if sampling_ratio > 0 else math.ceil(rh / output_height)
+    gw = sampling_ratio if sampling_ratio > 0 else math.ceil(rw / output_width)
+    idx: list[list[int]] = []
+    wts: list[list[float]] = []
+    for ph, pw in itertools.product(range(output_height), range(output_width)):
+      ri, rw_ = [], []
+      for iy, ix in itertools.product(range(gh), range(gw)):
+        y, x = y0 + ph * bh + (iy + 0.5) * bh / gh, x0 + pw * bw + (ix + 0.5) * bw / gw
+        if y < -1 or y > h or x < -1 or x > w: ri += [0] * 4; rw_ += [0.0] * 4; continue
+        y, x = max(y, 0.0), max(x, 0.0)
+        yl, xl = int(y), int(x)
+        if yl >= h - 1: yh = yl = h - 1; y = yl
+        else: yh = yl + 1
+        if xl >= w - 1: xh = xl = w - 1; x = xl
+        else: xh = xl + 1
+        ly, lx = y - yl, x - xl
+        ri += [yl * w + xl, yl * w + xh, yh * w + xl, yh * w + xh]
+        rw_ += [(1 - ly) * (1 - lx), (1 - ly) * lx, ly * (1 - lx), ly * lx]
+      idx.append(ri)
+      wts.append(rw_)
+    k = len(idx[0])
+    vals = _take(X[b].reshape(c, h * w), 1, _i64(idx).reshape(-1)).reshape(c, len(idx), k) * Tensor(wts, dtype=X.dtype)
+    if mode == "avg": r = vals.sum(-1) / max(gh * gw, 1)
+    else: r = vals.reshape(c, len(idx), k // 4, 4).max(-1).max(-1)
+    outs.append(r.reshape(c, output_height, output_width))
+  return Tensor.stack(*outs, dim=0) if outs else Tensor.zeros(0, c, output_height, output_width, dtype=X.dtype)
+
 # ***** registry *****
 
 _ML_OPS, _TRAINING_OPS = ("LabelEncoder", "Binarizer", "ArrayFeatureExtractor", "TreeEnsemble"), ("Adagrad", "Momentum", "Adam")
