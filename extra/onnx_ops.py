@@ -1521,6 +1521,40 @@ def RoiAlign(X, rois, batch_indices, coordinate_transformation_mode="half_pixel"
     outs.append(r.reshape(c, output_height, output_width))
   return Tensor.stack(*outs, dim=0) if outs else Tensor.zeros(0, c, output_height, output_width, dtype=X.dtype)
 
+def DeformConv(X, W, offset, B=None, mask=None, dilations=None, group=1, kernel_shape=None, offset_group=1, pads=None, strides=None):
+  n, c, h, w = X.shape
+  o = W.shape[0]
+  kh, kw = kernel_shape or W.shape[2:]
+  sh, sw = strides or [1, 1]
+  dh, dw = dilations or [1, 1]
+  pt, pl, _, _ = pads or [0, 0, 0, 0]
+  oh, ow = offset.shape[2], offset.shape[3]
+  K, P, G = kh * kw, oh * ow, offset_group
+  off = offset.reshape(n, G, K, 2, oh, ow)
+  ky = Tensor([k // kw * dh for k in range(K)], dtype=X.dtype).reshape(1, 1, K, 1, 1)
+  kx = Tensor([k % kw * dw for k in range(K)], dtype=X.dtype).reshape(1, 1, K, 1, 1)
+  py = Tensor([i * sh - pt for i in range(oh)], dtype=X.dtype).reshape(1, 1, 1, oh, 1)
+  px = Tensor([j * sw - pl for j in range(ow)], dtype=X.dtype).reshape(1, 1, 1, 1, ow)
+  y, x = py + ky + off[:, :, :, 0], px + kx + off[:, :, :, 1]   # (n, G, K, oh, ow)
+  inside = (y > -1) & (y < h) & (x > -1) & (x < w)
+  y0, x0 = y.floor(), x.floor()
+  xg = X.reshape(n, G, c // G, h * w)
+  sampled = None
+  for cy, cx in ((0, 0), (0, 1), (1, 0), (1, 1)):
+    yy, xx = y0 + cy, x0 + cx
+    wt = (1 - (y - yy).abs()) * (1 - (x - xx).abs())
+    ok = inside & (yy >= 0) & (yy <= h - 1) & (xx >= 0) & (xx <= w - 1)
+    idx = (yy.clip(0, h - 1) * w + xx.clip(0, w - 1)).cast(dtypes.int64).reshape(n, G, 1, K * P).expand(n, G, c // G, K * P)
+    term = xg.gather(3, idx) * ok.where(wt, 0).reshape(n, G, 1, K * P)
+    sampled = term if sampled is None else sampled + term
+  assert sampled is not None
+  sampled = sampled.reshape(n, G, c // G, K, P)
+  if mask is not None: sampled = sampled * mask.reshape(n, G, 1, K, P)
+  cols = sampled.reshape(n, group, (c // group) * K, P)
+  out = W.reshape(group, o // group, (c // group) * K) @ cols   # (n, group, o/group, P)
+  out = out.reshape(n, o, oh, ow)
+  return out + B.reshape(1, o, 1, 1) if B is not None else out
+
 # ***** registry *****
 
 _ML_OPS, _TRAINING_OPS = ("LabelEncoder", "Binarizer", "ArrayFeatureExtractor", "TreeEnsemble"), ("Adagrad", "Momentum", "Adam")
