@@ -1555,11 +1555,24 @@ def DeformConv(X, W, offset, B=None, mask=None, dilations=None, group=1, kernel_
   out = out.reshape(n, o, oh, ow)
   return out + B.reshape(1, o, 1, 1) if B is not None else out
 
+def FlexAttention(Q, K, V, scale=None, score_mod=None, prob_mod=None, softmax_precision=None, runner=None, env=None):
+  hq, hk, e = Q.shape[1], K.shape[1], Q.shape[3]
+  if hq != hk: K, V = K.repeat_interleave(hq // hk, 1), V.repeat_interleave(hq // hk, 1)
+  s = math.sqrt(scale if scale is not None else 1 / math.sqrt(e))
+  scores = (Q * s) @ (K * s).transpose(-1, -2)
+  cdt = onnx_dtype(softmax_precision) if softmax_precision is not None else dtypes.float32 if Q.dtype.itemsize < 4 else Q.dtype
+  scores = scores.cast(cdt)
+  if score_mod is not None: scores = runner.run_subgraph(score_mod, env, [scores])[0].cast(cdt)
+  p = scores.softmax(-1)
+  if prob_mod is not None: p = runner.run_subgraph(prob_mod, env, [p])[0].cast(cdt)
+  return (p @ V.cast(cdt)).cast(V.dtype)
+
 # ***** registry *****
 
 _ML_OPS, _TRAINING_OPS = ("LabelEncoder", "Binarizer", "ArrayFeatureExtractor", "TreeEnsemble"), ("Adagrad", "Momentum", "Adam")
 _ALL = {k: v for k, v in globals().items() if k[:1].isupper() and getattr(v, "__module__", None) == __name__ and not isinstance(v, type)}
-DOMAIN_OPS: dict[str, dict[str, Callable]] = {"": {k: v for k, v in _ALL.items() if k not in _ML_OPS + _TRAINING_OPS},
+DOMAIN_OPS: dict[str, dict[str, Callable]] = {"": {k: v for k, v in _ALL.items() if k not in _ML_OPS + _TRAINING_OPS + ("FlexAttention",)},
+                                              "ai.onnx.preview": {"FlexAttention": FlexAttention},
                                               "ai.onnx.ml": {k: _ALL[k] for k in _ML_OPS},
                                               "ai.onnx.preview.training": {k: _ALL[k] for k in _TRAINING_OPS}}
 
