@@ -462,8 +462,12 @@ TensorProto = OnnxTensor
 def _read_buffer(fn: Tensor|str|pathlib.Path|bytes|bytearray|memoryview) -> tuple[memoryview, pathlib.Path|None]:
   if isinstance(fn, (bytes, bytearray, memoryview)): return memoryview(fn).cast("B"), None
   if isinstance(fn, Tensor):
-    base = pathlib.Path(fn.device[5:]).parent if isinstance(fn.device, str) and fn.device.startswith("DISK:") else None
-    return memoryview(fn.data()).cast("B"), base
+    if fn.dtype != dtypes.uint8 or fn.ndim != 1: raise TypeError(f"expected a 1-D uint8 Tensor of the file's bytes, got {fn.dtype} {fn.shape}")
+    if isinstance(fn.device, str) and fn.device.startswith("DISK:"):   # a file on disk: map it ourselves, zero-copy like DISK does
+      buf, base = _read_buffer(fn.device[5:])
+      if len(buf) < fn.shape[0]: raise ValueError(f"{fn.device}: the file has {len(buf)} bytes, the Tensor {fn.shape[0]}")
+      return buf[:fn.shape[0]], base
+    return memoryview(fn.to("CPU").data() if fn.device != "CPU" else fn.data()).cast("B"), None
   if not isinstance(fn, (str, pathlib.Path)): raise TypeError(f"expected a path, bytes or a Tensor of bytes, got {type(fn).__name__}")
   path = pathlib.Path(fn)
   with open(path, "rb") as f:

@@ -152,3 +152,11 @@ def test_parser_class():
   t = OnnxParser(numpy_helper.from_array(np.array([1, 2], np.int32)).SerializeToString()).parse("OnnxTensor")
   np.testing.assert_equal(t.to_tensor().numpy(), [1, 2])
   with pytest.raises(ValueError, match="unknown message"): OnnxParser(b"").parse("Nope")
+
+def test_disk_tensor(tmp_path):
+  from tinygrad import Tensor, dtypes
+  raw = _small_model().SerializeToString()
+  (tmp_path / "m.onnx").write_bytes(raw)
+  t = Tensor.empty(len(raw), dtype=dtypes.uint8, device=f"DISK:{tmp_path / 'm.onnx'}")
+  assert onnx_load(t).graph.node[0].op_type == "MatMul"
+  with pytest.raises(TypeError, match="uint8"): onnx_load(Tensor([1.0, 2.0]))
