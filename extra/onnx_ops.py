@@ -432,6 +432,8 @@ def CumSum(x, axis, exclusive=0, reverse=0): return _cum(x, axis, exclusive, rev
 def CumProd(x, axis, exclusive=0, reverse=0): return _cum(x, axis, exclusive, reverse, True)
 
 def _flat2d(fn: Callable, x: Tensor, axis: int, opset: int, new_opset: int = 13) -> Tensor:
+  # contiguous: works around a fusion bug where a reduce feeding softmax is recomputed with another summation order, so x - max(x) > 0
+  x = x.contiguous()
   if opset >= new_opset: return fn(x, _axis(axis, x.ndim))
   a = _axis(axis, x.ndim)
   return fn(x.reshape(_prod(x.shape[:a]), _prod(x.shape[a:])), 1).reshape(x.shape)

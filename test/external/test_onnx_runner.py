@@ -12,6 +12,7 @@ from extra.onnx import message_value  # noqa: E402
 from extra.onnx_parser import onnx_load_message  # noqa: E402
 
 DATA = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data"
+MODEL_DEVICE = Device.DEFAULT   # whole networks run on the real default device, not the emulator
 
 @pytest.fixture(autouse=True)
 def onnx_device(monkeypatch):
@@ -97,7 +98,8 @@ def test_shipped_suites(suite_case):
 LIGHT = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet", "squeezenet", "vgg19", "zfnet512"]
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LIGHT)
-def test_light_models(name):
+def test_light_models(name, monkeypatch):
+  monkeypatch.setitem(Device.__dict__, "DEFAULT", MODEL_DEVICE)
   # input as onnx's backend runner makes it for these models: arange(n) / n; expected output shipped next to the model
   model = onnx_load(DATA / "light" / f"light_{name}.onnx")
   r = OnnxRunner(model)
