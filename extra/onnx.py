@@ -1,0 +1,196 @@
+"""Run ONNX models with tinygrad: `OnnxRunner(path)({"input": x})` -> {output name: Tensor}, in graph output order.
+
+Each ONNX operator maps onto Tensor ops in a function named after it (ops in extra/onnx_ops.py). Graph inputs are checked against the
+graph's value infos. Values are Tensors, Python lists (sequences), None (missing optionals) or numpy object arrays (string tensors).
+"""
+from __future__ import annotations
+import inspect, pathlib, time
+from collections import ChainMap
+from typing import Any, Callable
+from tinygrad import Tensor, dtypes
+from tinygrad.device import is_dtype_supported
+from tinygrad.dtype import DType
+from extra.onnx_parser import (onnx_load, onnx_load_message, OnnxParser, ModelProto, GraphProto, NodeProto, OnnxTensor, AttributeProto,
+                               AttributeType, ValueInfoProto, SparseTensorProto, TypeProto, onnx_dtype, DATA_TYPE_NAMES, TensorDataType,
+                               SequenceProto, OptionalProto)
+
+__all__ = ["OnnxRunner", "onnx_load", "onnx_load_message", "OnnxParser", "to_value", "sparse_to_dense"]
+
+def string_array(t: OnnxTensor) -> Any:
+  import numpy as np
+  return np.array([s.decode("utf-8", errors="replace") for s in t.strings()], dtype=object).reshape(t.shape)
+
+def sparse_to_dense(s: SparseTensorProto, device: str|None = None) -> Tensor:
+  if s.values is None or s.indices is None: raise ValueError("sparse tensor without values or indices")
+  vals, idx, dims = s.values.to_tensor(device), s.indices.to_tensor(device).cast(dtypes.int64), tuple(s.dims)
+  if idx.ndim == 2:   # (nnz, rank) coordinates -> linear indices
+    strides = [1] * len(dims)
+    for i in range(len(dims) - 2, -1, -1): strides[i] = strides[i + 1] * dims[i + 1]
+    idx = (idx * Tensor(strides, dtype=dtypes.int64, device=device)).sum(1)
+  numel = 1
+  for d in dims: numel *= d
+  return Tensor.zeros(numel, dtype=vals.dtype, device=device).scatter(0, idx.reshape(-1), vals.reshape(-1)).reshape(dims)
+
+def to_value(t: OnnxTensor, device: str|None = None) -> Any:
+  """An ONNX TensorProto as a Tensor (a numpy object array for strings); a dtype the device can't hold raises a clear error."""
+  if t.data_type == TensorDataType.STRING: return string_array(t)
+  dt = onnx_dtype(t.data_type)
+  if not is_dtype_supported(dt, device): raise ValueError(f"tensor {t.name!r} has dtype {dt}, which device {device or 'default'} can't hold")
+  return t.to_tensor(device)
+
+def message_value(m: Any, device: str|None = None) -> Any:
+  """A parsed test-data message (TensorProto, SequenceProto, OptionalProto) as a runner value."""
+  if isinstance(m, OnnxTensor): return to_value(m, device)
+  if isinstance(m, SequenceProto):
+    return [message_value(v, device) for v in m.tensor_values + m.sequence_values + m.optional_values]
+  if isinstance(m, OptionalProto):
+    inner = next((v for v in (m.tensor_value, m.sequence_value, m.optional_value) if v is not None), None)
+    return None if inner is None else message_value(inner, device)
+  raise ValueError(f"can't make a value of {type(m).__name__}")
+
+def attribute_value(a: AttributeProto, device: str|None = None) -> Any:
+  T, v = AttributeType, a.value
+  if a.type == T.STRING: return v.decode("utf-8", errors="surrogateescape")
+  if a.type == T.STRINGS: return [s.decode("utf-8", errors="surrogateescape") for s in v]
+  if a.type == T.TENSOR: return to_value(v, device)
+  if a.type == T.TENSORS: return [to_value(t, device) for t in v]
+  if a.type == T.SPARSE_TENSOR: return sparse_to_dense(v, device)
+  return v
+
+def _value_kind(t: TypeProto|None) -> str:
+  if t is None: return "tensor"
+  return "sequence" if t.sequence_type is not None else "optional" if t.optional_type is not None else "map" if t.map_type is not None else "tensor"
+
+class OnnxRunner:
+  """Runs an ONNX model: `OnnxRunner(path)(inputs)` -> dict of output Tensors in graph output order.
+  model: a path, pathlib.Path, bytes, a Tensor of the file's bytes, or a parsed ModelProto."""
+  def __init__(self, model: str|pathlib.Path|bytes|Tensor|ModelProto, device: str|None = None, load_external_data: bool = True):
+    from extra import onnx_ops, onnx_ms_ops  # noqa: F401  (onnx_ms_ops registers the com.microsoft domain)
+    self.ops = onnx_ops
+    self.model = model if isinstance(model, ModelProto) else onnx_load(model, load_external_data=load_external_data)
+    if self.model.graph is None: raise ValueError("the model has no graph")
+    self.graph, self.device = self.model.graph, device
+    self.opsets = self.model.opsets
+    self.functions = {(f.domain, f.name): f for f in self.model.functions}
+    self.initializers: dict[str, Any] = {t.name: to_value(t, device) for t in self.graph.initializer}
+    self.initializers.update({s.values.name: sparse_to_dense(s, device) for s in self.graph.sparse_initializer if s.values is not None})
+    self.inputs = [vi for vi in self.graph.input if vi.name not in self.initializers]
+    # ONNX element types by value name: ops on types held in a wider dtype (int4, fnuz fp8, ...) read the real type here
+    self.elem_types: dict[str, int] = {t.name: t.data_type for t in self.graph.initializer}
+    self.elem_types.update({vi.name: vi.elem_type for vi in self.graph.input + self.graph.value_info + self.graph.output if vi.elem_type})
+    self.debug, self.node_count = 0, 0
+
+  def _check_input(self, vi: ValueInfoProto, value: Any) -> Any:
+    kind = _value_kind(vi.type)
+    if kind == "optional" and value is None: return None
+    if kind == "sequence" or (kind == "optional" and isinstance(value, list)):
+      if not isinstance(value, (list, tuple)): raise TypeError(f"input {vi.name!r} is a sequence: expected a list, got {type(value).__name__}")
+      return [self._to_tensor(vi.name, v) for v in value]
+    value = self._to_tensor(vi.name, value)
+    if not isinstance(value, Tensor): return value
+    if (et := vi.elem_type if kind == "tensor" else None):
+      if et in (21, 22): pass
+      elif et not in (TensorDataType.STRING,) and onnx_dtype(et) != value.dtype:
+        raise TypeError(f"input {vi.name!r}: expected dtype {onnx_dtype(et)} ({DATA_TYPE_NAMES.get(et)}), got {value.dtype}")
+    if (shape := vi.shape) is not None:
+      if len(shape) != value.ndim: raise RuntimeError(f"input {vi.name!r}: expected {len(shape)} dims {shape}, got shape {value.shape}")
+      for i, (want, got) in enumerate(zip(shape, value.shape)):
+        if isinstance(want, int) and want >= 0 and want != got and not (want == 0):
+          raise RuntimeError(f"input {vi.name!r}: dim {i} must be {want} (shape {shape}), got shape {value.shape}")
+    return value
+
+  def _to_tensor(self, name: str, value: Any) -> Any:
+    if isinstance(value, Tensor) or value is None: return value
+    if type(value).__module__ == "numpy":
+      import numpy as np
+      arr = np.asarray(value)
+      if arr.dtype == object or arr.dtype.kind in "US": return arr.astype(object)
+      dt = dtypes.bool if arr.dtype == np.bool_ else None
+      if not arr.flags.c_contiguous: arr = np.ascontiguousarray(arr)
+      t = Tensor(arr, device=self.device, dtype=dt)
+      if not is_dtype_supported(t.dtype, t.device): raise ValueError(f"input {name!r}: dtype {t.dtype} is not supported on {t.device}")
+      return t
+    if isinstance(value, (int, float, bool, list)): return Tensor(value, device=self.device)
+    raise TypeError(f"input {name!r}: expected a Tensor or numpy array, got {type(value).__name__}")
+
+  def __call__(self, inputs: dict[str, Any], debug: int = 0) -> dict[str, Any]:
+    self.debug = debug
+    unknown = set(inputs) - {vi.name for vi in self.graph.input}
+    if unknown: raise KeyError(f"unknown inputs {sorted(unknown)}; the model's inputs are {[vi.name for vi in self.inputs]}")
+    values: dict[str, Any] = dict(self.initializers)
+    for vi in self.graph.input:
+      if vi.name in inputs: values[vi.name] = self._check_input(vi, inputs[vi.name])
+      elif vi.name not in values:
+        if _value_kind(vi.type) == "optional": values[vi.name] = None
+        else: raise KeyError(f"missing input {vi.name!r} (shape {vi.shape}); the model's inputs are {[v.name for v in self.inputs]}")
+    self.node_count = 0
+    env = self.run_graph(self.graph, values)
+    return {o.name: env[o.name] for o in self.graph.output}
+
+  def run_graph(self, graph: GraphProto, env: dict[str, Any]|ChainMap, fn_attrs: dict[str, Any]|None = None,
+                opsets: dict[str, int]|None = None) -> dict[str, Any]|ChainMap:
+    for i, node in enumerate(graph.node):
+      st = time.perf_counter()
+      ins = [env[n] if n else None for n in node.input]
+      for n in node.input:
+        if n and n not in env: raise KeyError(f"node {node.name or node.op_type!r} reads {n!r}, which no earlier node or input defines")
+      outs = self.run_node(node, ins, fn_attrs, opsets or self.opsets, env)
+      for name, val in zip(node.output, outs):
+        if name: env[name] = val
+      self.node_count += 1
+      if self.debug >= 2:
+        shapes = [getattr(o, "shape", type(o).__name__) for o in outs]
+        print(f"{i:4d} {node.op_type:24s} {(time.perf_counter() - st) * 1e3:8.2f} ms  -> {shapes}")
+    return env
+
+  def node_attributes(self, node: NodeProto, fn_attrs: dict[str, Any]|None) -> dict[str, Any]:
+    attrs = {}
+    for a in node.attribute:
+      if a.ref_attr_name:
+        if fn_attrs is not None and a.ref_attr_name in fn_attrs: attrs[a.name] = fn_attrs[a.ref_attr_name]
+      else: attrs[a.name] = attribute_value(a, self.device)
+    return attrs
+
+  def run_node(self, node: NodeProto, ins: list[Any], fn_attrs: dict[str, Any]|None, opsets: dict[str, int], env: Any) -> tuple:
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    attrs = self.node_attributes(node, fn_attrs)
+    while ins and ins[-1] is None and node.input and not node.input[len(ins) - 1]: ins.pop()
+    if (domain, node.op_type) in self.functions: return self.run_function(self.functions[(domain, node.op_type)], ins, attrs, env)
+    opset = opsets.get(domain, opsets.get("", 1) if domain == "" else 1)
+    fn = self.ops.lookup(domain, node.op_type, opset)
+    if fn is None: raise NotImplementedError(f"ONNX op {node.op_type!r} (domain {domain or 'ai.onnx'!r}, opset {opset}) is not supported")
+    params = _params(fn)
+    if "opset" in params: attrs["opset"] = opset
+    if "n_outputs" in params: attrs["n_outputs"] = len(node.output)
+    if "runner" in params: attrs["runner"] = self
+    if "env" in params: attrs["env"] = env
+    if "in_types" in params: attrs["in_types"] = [self.elem_types.get(n) for n in node.input]
+    try: ret = fn(*ins, **attrs)
+    except TypeError as e:
+      if "argument" in str(e) and node.op_type in str(e): raise NotImplementedError(f"ONNX op {node.op_type!r} (opset {opset}): {e}") from None
+      raise
+    return ret if isinstance(ret, tuple) else (ret,)
+
+  def run_function(self, f: Any, ins: list[Any], attrs: dict[str, Any], outer: Any) -> tuple:
+    fattrs = {a.name: attribute_value(a, self.device) for a in f.attribute_proto}
+    fattrs.update(attrs)
+    env: dict[str, Any] = {n: v for n, v in zip(f.input, ins)}
+    for n in f.input[len(ins):]: env[n] = None
+    opsets = dict(self.opsets)
+    opsets.update({("" if o.domain == "ai.onnx" else o.domain): o.version for o in f.opset_import})
+    self.run_graph(GraphProto(node=f.node), env, fattrs, opsets)
+    return tuple(env.get(o) for o in f.output)
+
+  def run_subgraph(self, graph: GraphProto, outer: Any, inputs: list[Any]) -> list[Any]:
+    """Run a control-flow body: its inputs bound in order, outer names visible, -> its outputs in order."""
+    env = ChainMap({vi.name: v for vi, v in zip(graph.input, inputs)}, outer)
+    env.maps[0].update({t.name: to_value(t, self.device) for t in graph.initializer})
+    self.run_graph(graph, env)
+    return [env[o.name] for o in graph.output]
+
+_PARAMS: dict[Callable, set[str]] = {}
+def _params(fn: Callable) -> set[str]:
+  if fn not in _PARAMS: _PARAMS[fn] = set(inspect.signature(fn).parameters)
+  return _PARAMS[fn]
+
+def dtype_of(onnx_type: int) -> DType: return onnx_dtype(onnx_type)

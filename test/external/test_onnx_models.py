@@ -1,0 +1,36 @@
+# real exported models: ResNet-18 and a BERT-like encoder from torch.onnx.export (random weights), tinygrad vs onnxruntime to 1e-4
+import numpy as np
+import pytest
+torch = pytest.importorskip("torch")
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+from tinygrad import Tensor, TinyJit  # noqa: E402
+from extra.onnx import OnnxRunner  # noqa: E402
+from extra.onnx_torch_models import resnet18, bert_like, export  # noqa: E402
+
+def _ort(model: bytes, feed: dict) -> list:
+  return ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feed)
+
+def test_resnet18_matches_onnxruntime():
+  torch.manual_seed(0)
+  net = resnet18(num_classes=10)
+  for m in net.modules():   # non-trivial batchnorm statistics
+    if isinstance(m, torch.nn.BatchNorm2d): m.running_mean.uniform_(-0.1, 0.1); m.running_var.uniform_(0.5, 1.5)
+  x = np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype(np.float32)
+  model = export(net, (torch.from_numpy(x),), ["x"])
+  out = OnnxRunner(model)({"x": x})["out"].numpy()
+  np.testing.assert_allclose(out, _ort(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
+
+def test_bert_like_matches_onnxruntime_under_jit():
+  torch.manual_seed(0)
+  rng = np.random.default_rng(0)
+  ids = torch.from_numpy(rng.integers(0, 1000, (2, 32)))
+  mask = torch.ones(2, 32, dtype=torch.int64)
+  mask[1, 20:] = 0
+  model = export(bert_like(), (ids, mask), ["ids", "mask"])
+  runner = OnnxRunner(model)
+  jit = TinyJit(lambda i, m: runner({"ids": i, "mask": m})["out"].realize())
+  for step in range(3):
+    ids_np = rng.integers(0, 1000, (2, 32)).astype(np.int64)
+    out = jit(Tensor(ids_np), Tensor(mask.numpy())).numpy()
+    np.testing.assert_allclose(out, _ort(model, {"ids": ids_np, "mask": mask.numpy()})[0], rtol=1e-4, atol=1e-4, err_msg=f"step {step}")
