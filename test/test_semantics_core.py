@@ -1,0 +1,126 @@
+# wrong results and unsafe kernels from the IR / codegen / scheduler layers, each checked against numpy or torch
+import math
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor, Device, dtypes
+from tinygrad.helpers import Context
+from tinygrad.engine.realize import get_program, run_schedule
+from tinygrad.uop import Ops
+from tinygrad.codegen import oob_accesses
+
+# ***** every load carries its view's validity *****
+
+def assert_in_bounds(t:Tensor) -> Tensor:
+  """the static check on every kernel that realizes t: each LOAD/STORE address is gated or provably inside its buffer; then t is realized"""
+  sched = t.schedule()
+  for si in sched:
+    if si.ast.op is Ops.SINK: assert not (errs := oob_accesses(get_program(si.ast, Device[Device.DEFAULT].renderer).uops)), errs
+  run_schedule(sched)
+  return t
+
+EXP_OPS = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "cos": torch.cos, "softplus": torch.nn.functional.softplus,
+           "silu": torch.nn.functional.silu, "elu": torch.nn.functional.elu, "gelu": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+           "erf": torch.erf, "exp": torch.exp, "logsigmoid": torch.nn.functional.logsigmoid}
+AFTER = {
+  "pad": (lambda t: t.pad(((1, 2), (0, 1))), lambda t: torch.nn.functional.pad(t, (0, 1, 1, 2))),
+  "cat": (lambda t: t.cat(t * 2, dim=1), lambda t: torch.cat([t, t * 2], dim=1)),
+  "stack": (lambda t: Tensor.stack(t, t + 1, dim=0), lambda t: torch.stack([t, t + 1], dim=0)),
+  "cumsum": (lambda t: t.cumsum(1), lambda t: t.cumsum(1)),
+  "conv": (lambda t: t.reshape(1, 1, 3, 4).conv2d(Tensor.full((1, 1, 2, 2), 0.5), padding=1),
+           lambda t: torch.nn.functional.conv2d(t.reshape(1, 1, 3, 4), torch.full((1, 1, 2, 2), 0.5), padding=1)),
+  "avgpool": (lambda t: t.reshape(1, 1, 3, 4).avg_pool2d(kernel_size=2, stride=1, padding=1),
+              lambda t: torch.nn.functional.avg_pool2d(t.reshape(1, 1, 3, 4), 2, stride=1, padding=1)),
+  "maxpool": (lambda t: t.reshape(1, 1, 3, 4).max_pool2d(kernel_size=2, stride=1, padding=1),
+              lambda t: torch.nn.functional.max_pool2d(t.reshape(1, 1, 3, 4), 2, stride=1, padding=1)),
+}
+
+@pytest.mark.parametrize("op", list(EXP_OPS))
+@pytest.mark.parametrize("after", list(AFTER))
+def test_exp_op_then_padded(device, op, after):
+  x = np.linspace(-2.5, 2.5, 12, dtype=np.float32).reshape(3, 4)
+  tiny = AFTER[after][0](Tensor(x).gelu(approximate="tanh") if op == "gelu" else getattr(Tensor(x), op)())
+  assert_in_bounds(tiny)
+  ref = AFTER[after][1](EXP_OPS[op](torch.tensor(x))).numpy()
+  np.testing.assert_allclose(tiny.numpy(), ref, atol=1e-5, rtol=1e-4)
+
+def test_sigmoid_pad_python_device():
+  # read out of bounds at -1 on PYTHON (an IndexError) and as *(data1+ridx0-1) in C
+  assert Tensor([1., 2.], device="PYTHON").sigmoid().pad(((1, 1),)).tolist() == pytest.approx([0, 0.7310586, 0.8807971, 0])
+  assert_in_bounds(Tensor([1., 2.]).sigmoid().pad(((1, 1),)))
+
+def test_logsumexp_cat(device):
+  x = np.arange(6, dtype=np.float32).reshape(2, 3) / 3
+  tiny = Tensor(x).logsumexp(1).reshape(2, 1).cat(Tensor(x), dim=1).pad(((1, 1), (1, 0)))
+  assert_in_bounds(tiny)
+  ref = torch.nn.functional.pad(torch.cat([torch.tensor(x).logsumexp(1).reshape(2, 1), torch.tensor(x)], 1), (1, 0, 1, 1))
+  np.testing.assert_allclose(tiny.numpy(), ref.numpy(), atol=1e-5, rtol=1e-5)
+
+def test_python_device_fails_masked_oob_access():
+  # the PYTHON device's check: an access outside the buffer fails even if its value is masked afterwards
+  from tinygrad.runtime.ops_python import _Mem
+  mem = _Mem([1.0, 2.0], 2, None, None, "buffer 1 of test")
+  with pytest.raises(IndexError, match="out of bounds"): mem.load([0, -1], 1, None)
+  with pytest.raises(IndexError, match="out of bounds"): mem.store([2], [0.0], 1, None)
+  assert mem.load([0, -1], 1, [True, False]) == [1.0]   # a gated-off lane does no access
+
+def test_static_check_finds_ungated_load():
+  from tinygrad.uop.ops import UOp
+  buf = UOp(Ops.DEFINE_GLOBAL, dtypes.float.ptr(4), (), 0)
+  r = UOp.range(dtypes.int32, 5, 0)
+  assert oob_accesses([buf.index(r)]) and not oob_accesses([buf.index(r, r < 4)]) and not oob_accesses([buf.index(r + -1, r < 4)])
+  assert not oob_accesses([buf.index(UOp.range(dtypes.int32, 4, 0))])
+  with Context(IGNORE_OOB=0):
+    assert Tensor([3., 4.]).exp().pad(((2, 2),)).tolist() == pytest.approx([0, 0, math.exp(3), math.exp(4), 0, 0])
+
+# ***** NaN and wrap-around in bounds *****
+
+def test_nan_bounds_comparison(device):
+  # the where(x!=x, nan, ...) in exp2 had bounds (nan, nan) and the comparison folded to False
+  assert (Tensor([0.5, 2., -3.]).exp2() > 0.25).pad(((0, 1),)).tolist() == [True, True, False, False]
+  assert (Tensor([0.5, 2., -3.]).exp() < 1.5).pad(((1, 0),)).tolist() == [False, False, False, True]
+
+def test_nan_through_clamp(device):
+  x = Tensor([math.nan, 1., 10., -math.inf, math.inf])
+  np.testing.assert_equal((x.relu().minimum(6) < 7).pad(((0, 1),)).numpy(), np.array([False, True, True, True, True, False]))
+  np.testing.assert_equal(((x - x) < 1).pad(((0, 1),)).numpy(), np.array([False, True, True, False, False, False]))   # inf-inf is nan
+
+def test_float_range_with_nan_unknown():
+  from tinygrad.uop.ops import UOp
+  x = UOp.variable("x", -10.0, 10.0, dtypes.float)
+  w = x.ne(x).where(UOp.const(dtypes.float, math.nan), x)
+  assert (w.vmin, w.vmax) == (-math.inf, math.inf) and (w < 20.0).vmin is False and (w < 20.0).vmax is True
+  inf = UOp.variable("y", 0.0, math.inf, dtypes.float)
+  assert math.isinf((inf + inf * -1).vmax) and (inf.maximum(0.0).minimum(6.0) < 7.0).vmin is False
+
+def test_unsigned_wraparound_bruteforce(device):
+  v = np.arange(256, dtype=np.uint8)
+  t = Tensor(v)
+  for c, d in [(64, 64), (10, 5), (200, 100), (0, 1)]:
+    np.testing.assert_equal(((c - t) < d).numpy(), (np.uint8(c) - v) < d, err_msg=f"{c} - x < {d}")
+    np.testing.assert_equal(((t + c) < d).numpy(), (v + np.uint8(c)) < d, err_msg=f"x + {c} < {d}")
+    np.testing.assert_equal(((t * 3 + c) // 7).numpy(), (v * np.uint8(3) + np.uint8(c)) // 7)
+  u = Tensor([0, 1, 63, 64, 65, 2**40], dtype=dtypes.uint64)
+  assert ((64 - u) < 64).tolist() == [False, True, True, True, False, False]
+
+def test_signed_wraparound(device):
+  a = np.array([2**31-1, 0, -100, -2**31], dtype=np.int32)
+  with np.errstate(over="ignore"):
+    np.testing.assert_equal(((Tensor(a) + 10) < 5).numpy(), (a + 10) < 5)
+    np.testing.assert_equal(((Tensor(a) * 2) < 0).numpy(), (a * 2) < 0)
+
+# ***** empty tensors *****
+
+def test_empty_data():
+  assert Tensor([]).data().tolist() == [] and Tensor.empty(0, 3).data().tolist() == []
+  assert Tensor.empty(0, 3).numpy().shape == (0, 3) and Tensor.empty(0, 3).tolist() == torch.empty(0, 3).tolist()
+  assert Tensor.empty(2, 0).tolist() == torch.empty(2, 0).tolist()
+
+def test_empty_reductions(device):
+  x, tx = Tensor.empty(0, 3), torch.empty(0, 3)
+  for f in ["sum", "mean", "prod"]:
+    for args in [(), (0,), (1,)]:
+      np.testing.assert_equal(getattr(x, f)(*args).numpy(), getattr(tx, f)(*args).numpy(), err_msg=f"{f}{args}")
+  np.testing.assert_equal(x.max(1).numpy(), tx.amax(1).numpy())
+  with pytest.raises(Exception): x.max().numpy()
+  with pytest.raises(Exception): x.max(0).numpy()
