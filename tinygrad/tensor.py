@@ -289,7 +289,7 @@ class Tensor(MathTrait):
     fmt = self.dtype.fmt
     if fmt is None or fmt == "e": raise TypeError(f"memoryview has no format for {self.dtype}; use .tolist() or .numpy()")
     # a memoryview can't hold a 0 in a shape of more than one dim: an empty tensor gives a flat empty one, as tinygrad's does
-    if 0 in self.shape: return memoryview(b"").cast(fmt)
+    if 0 in self.shape: return memoryview(b"").cast(fmt)  # type: ignore[call-overload]
     return self._host_bytes().cast(fmt, self.shape)  # type: ignore[call-overload]
   def tolist(self) -> Any:
     if self.dtype.fmt is None and self.dtype not in (dtypes.bfloat16, *dtypes.fp8s): raise TypeError(f"no Python values for {self.dtype}")
