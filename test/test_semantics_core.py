@@ -124,3 +124,47 @@ def test_empty_reductions(device):
   np.testing.assert_equal(x.max(1).numpy(), tx.amax(1).numpy())
   with pytest.raises(Exception): x.max().numpy()
   with pytest.raises(Exception): x.max(0).numpy()
+
+# ***** in-place ops on views: one realize, results as torch computes them step by step *****
+
+def _mat(): return np.arange(12, dtype=np.float32).reshape(3, 4)
+def _vec(): return np.arange(8, dtype=np.float32)
+def _iadd_half(a): a[::2] += a[1::2]
+def _imul_tail(a): a[1:] *= 2
+def _col(a): a[:, 0] = a[:, 1]
+def _isum(a): a += a.sum()
+def _slice2d(a): a[1:, :2] += a[:-1, 2:]
+INPLACE = {
+  "a[1:] *= 2": (_vec, _imul_tail, _imul_tail),
+  "a[::2] += a[1::2]": (_vec, _iadd_half, _iadd_half),
+  "a[:, 0] = a[:, 1]": (_mat, _col, _col),
+  "x += x.sum()": (_vec, _isum, _isum),
+  "x.assign(x - x.mean())": (_vec, lambda a: a.assign(a - a.mean()).realize(), lambda a: a.sub_(a.mean())),
+  # torch refuses overlapping copies; the result is numpy's (and torch's clone-then-assign)
+  "a[1:] = a[:-1]": (_vec, lambda a: a.__setitem__(slice(1, None), a[:-1]), lambda a: a.__setitem__(slice(1, None), a[:-1].clone())),
+  "a[:-1] = a[1:]": (_vec, lambda a: a.__setitem__(slice(None, -1), a[1:]), lambda a: a.__setitem__(slice(None, -1), a[1:].clone())),
+  "a[1:, :2] += a[:-1, 2:]": (_mat, _slice2d, lambda a: a[1:, :2].add_(a[:-1, 2:].clone())),
+  "two reduce paths": (_mat, lambda a: a.assign(a - a.mean(0) - a.max(1, keepdim=True)).realize(), lambda a: a.copy_(a - a.mean(0) - a.amax(1, keepdim=True))),
+  "transpose": (lambda: _mat()[:3, :3].copy(), lambda a: a.assign(a.T).realize(), lambda a: a.copy_(a.T.clone())),
+  "two assigns, one realize": (_vec, lambda a: (a.assign(a + 1), a.assign(a * a.sum()), a.realize()), lambda a: (a.add_(1), a.mul_(a.sum()))),
+}
+
+@pytest.mark.parametrize("name", list(INPLACE))
+def test_inplace_on_views(device, name):
+  init, tiny_fxn, torch_fxn = INPLACE[name]
+  a = Tensor(init()).contiguous().realize()
+  tiny_fxn(a)
+  ta = torch.tensor(init())
+  torch_fxn(ta)
+  np.testing.assert_allclose(a.numpy(), ta.numpy(), rtol=1e-6)
+
+def test_read_assign_through_other_view(device):
+  # a kernel that reads an earlier ASSIGN into its own target through another view computes the value first
+  a = Tensor(_vec()).contiguous().realize()
+  b = a[1:]
+  b.assign(b * 2)
+  a.assign(b.pad(((1, 0),)).flip(0)).realize()
+  ta = torch.tensor(_vec())
+  ta[1:] *= 2
+  ta.copy_(torch.nn.functional.pad(ta[1:], (1, 0)).flip(0).clone())
+  np.testing.assert_equal(a.numpy(), ta.numpy())

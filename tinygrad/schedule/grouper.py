@@ -59,11 +59,13 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
   for u in topo:
     if u.op is not Ops.ASSIGN or u.src[1] in realizes: continue
     target, body = u.src[0], kernel_body(u.src[1], realizes)
-    tbuf = target.base
-    # only the outermost view of a movement chain is what the kernel reads
+    tbuf = target.buf_uop
+    # only the outermost view of a movement chain is what the kernel reads; an earlier ASSIGN into the same buffer counts as the buffer
     inner = {s for p in body if p.op in GroupOp.Movement for s in p.src}
-    for x in body:
-      if x.base is not tbuf or not (x.op in GroupOp.Movement or x.op is Ops.BUFFER) or x in inner: continue
+    for x in body + [s for p in body for s in p.src if s.op is Ops.ASSIGN and s in realizes]:
+      if not (x.op in GroupOp.Movement or x.op in (Ops.BUFFER, Ops.ASSIGN)) or x in inner: continue
+      if not (x.base is tbuf or x.base.op is Ops.ASSIGN and x.base.buf_uop is tbuf): continue
+      # (the view of a node over an ASSIGN is its view of the ASSIGN's buffer)
       if x.st.simplify() != target.st.simplify():
         realizes[u.src[1]] = None
         break
