@@ -168,3 +168,36 @@ def test_read_assign_through_other_view(device):
   ta[1:] *= 2
   ta.copy_(torch.nn.functional.pad(ta[1:], (1, 0)).flip(0).clone())
   np.testing.assert_equal(a.numpy(), ta.numpy())
+
+# ***** more than 2**31 elements: index maths in int64, nothing big allocated *****
+
+def _kernels(t:Tensor) -> list:
+  return [get_program(si.ast, Device["CPU"].renderer) for si in t.schedule() if si.ast.op is Ops.SINK]
+
+def _loop_dtypes(p) -> set: return {u.dtype for u in p.uops if u.op in (Ops.RANGE, Ops.SPECIAL)}
+
+def test_arange_past_int32():
+  t = Tensor.arange(2**31 + 5, dtype=dtypes.int64)
+  assert t.shape == (2**31 + 5,) and t.dtype == dtypes.int64
+  assert Tensor.arange(2**31 + 5).dtype == dtypes.int64   # ints that don't fit int32 are int64, like torch's
+  # a shrink of a huge arange computes only the elements asked for
+  tail = Tensor.arange(2**31 + 5, dtype=dtypes.int64)[-3:]
+  (p,) = _kernels(tail)
+  assert [u.src[0].arg for u in p.uops if u.op is Ops.RANGE] == [3]
+  assert Tensor.arange(2**31 + 5, dtype=dtypes.int64)[-3:].tolist() == [2**31 + 2, 2**31 + 3, 2**31 + 4]
+  assert Tensor.arange(0, 3 * 2**31, 2**31, dtype=dtypes.int64).tolist() == [0, 2**31, 2**32]
+  assert Tensor.arange(-2**31 - 4, -2**31 + 2, 3).tolist() == list(range(-2**31 - 4, -2**31 + 2, 3))
+
+def test_rand_huge_graph_uses_int64_indices():
+  r = Tensor.rand(10**6, 10**6)
+  assert r.shape == (10**6, 10**6)
+  progs = _kernels(r)
+  assert progs and all(_loop_dtypes(p) <= {dtypes.int64} and _loop_dtypes(p) for p in progs)
+  assert all("long" in p.src for p in progs)
+
+def test_empty_huge_ops_use_int64_indices():
+  e = Tensor.empty(2**31 + 5)
+  for t in (e * 2 + 1, e.pad(((1, 1),)), e[2**31:].exp(), Tensor.empty(3, 2**30).sum(0), Tensor.empty(2**16, 2**16).max(1), e.flip(0)[:10]):
+    for p in _kernels(t):
+      assert _loop_dtypes(p) <= {dtypes.int64}, p.src
+      assert not oob_accesses(p.uops)

@@ -340,10 +340,12 @@ class Tensor(MathTrait):
 
   @staticmethod
   def _index_range(n:int, device:DeviceLike) -> Tensor:
-    # 0..n-1 as int32 without a reduce: the binary digits of the index, each a padded constant expanded over a (2,)*k grid, summed
-    if n == 0: return Tensor.full((0,), 0, dtypes.int32, device)
+    # 0..n-1 without a reduce: the binary digits of the index, each a padded constant expanded over a (2,)*k grid, summed. int32, or
+    # int64 when n-1 doesn't fit
+    dt = dtypes.int32 if n <= 2**31 else dtypes.int64
+    if n == 0: return Tensor.full((0,), 0, dt, device)
     k = max(1, (n-1).bit_length())
-    digits = [Tensor(1 << (k-1-d), device, dtypes.int32).reshape(1).pad(((1, 0),)).reshape((1,)*d + (2,) + (1,)*(k-1-d)).expand((2,)*k)
+    digits = [Tensor(1 << (k-1-d), device, dt).reshape(1).pad(((1, 0),)).reshape((1,)*d + (2,) + (1,)*(k-1-d)).expand((2,)*k)
               for d in range(k)]
     return functools.reduce(Tensor.add, digits).reshape(1 << k).shrink(((0, n),))
   @staticmethod
@@ -353,9 +355,12 @@ class Tensor(MathTrait):
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must be nonzero")
     all_ints = all(isinstance(x, int) for x in (start, stop, step))
-    dt = to_dtype(dtype) if dtype is not None else (dtypes.default_int if all_ints else dtypes.default_float)
-    n = max(0, math.ceil((stop - start) / step))
+    n = max(0, -((start - stop) // step) if all_ints else math.ceil((stop - start) / step))
+    # ints past int32's range (2**31 elements and more) are int64, as torch's arange always is
+    wide = all_ints and not all(dtypes.min(dtypes.int32) <= v <= dtypes.max(dtypes.int32) for v in (start, start + (n-1)*step))
+    dt = to_dtype(dtype) if dtype is not None else ((dtypes.int64 if wide else dtypes.default_int) if all_ints else dtypes.default_float)
     idx = Tensor._index_range(n, device)
+    if wide: idx = idx.cast(dtypes.int64)
     # ints stay exact in int32; anything else is computed in the float dtype (or float32) and cast at the end
     ret = idx * step + start if all_ints and dtypes.is_int(dt) else idx.cast(least_upper_float(dt)) * step + start
     return Tensor(ret.cast(dt).uop, **kwargs)

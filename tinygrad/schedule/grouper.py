@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import Container
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve
 from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS
 
 SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
@@ -48,7 +48,8 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
     for s in u.src: children.setdefault(s, []).append(u)
   # what must be a buffer: the outputs asked for, CONTIGUOUS, COPY and its source, ASSIGN
   for t in sink.src:
-    if needs_kernel(t): realizes[t.base] = None
+    # a view smaller than what it views (a shrink of a computation) is computed on its own: arange(2**31)[-3:] is 3 elements
+    if needs_kernel(t): realizes[t if t.op in GroupOp.Movement and t.base not in realizes and resolve(t.size < t.base.size, False) else t.base] = None
   for u in topo:
     if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN): realizes[u] = None
     if u.op is Ops.COPY:
