@@ -355,7 +355,7 @@ class Tensor(MathTrait):
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must be nonzero")
     all_ints = all(isinstance(x, int) for x in (start, stop, step))
-    n = max(0, -((start - stop) // step) if all_ints else math.ceil((stop - start) / step))
+    n = int(max(0, -((start - stop) // step) if all_ints else math.ceil((stop - start) / step)))
     # ints past int32's range (2**31 elements and more) are int64, as torch's arange always is
     wide = all_ints and not all(dtypes.min(dtypes.int32) <= v <= dtypes.max(dtypes.int32) for v in (start, start + (n-1)*step))
     dt = to_dtype(dtype) if dtype is not None else ((dtypes.int64 if wide else dtypes.default_int) if all_ints else dtypes.default_float)
