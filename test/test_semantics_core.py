@@ -201,3 +201,10 @@ def test_empty_huge_ops_use_int64_indices():
     for p in _kernels(t):
       assert _loop_dtypes(p) <= {dtypes.int64}, p.src
       assert not oob_accesses(p.uops)
+
+def test_signed_zero_plus_zero(device):
+  # x + 0.0 is not x for floats: -0.0 + 0.0 is 0.0
+  x, tx = Tensor([-0.0, 1.0, -2.0]), torch.tensor([-0.0, 1.0, -2.0])
+  np.testing.assert_equal(np.signbit((x + 0).numpy()), np.signbit((tx + 0).numpy()))
+  np.testing.assert_equal((1 / (x + 0)).numpy(), (1 / (tx + 0)).numpy())
+  np.testing.assert_equal(np.signbit((x - 0).numpy()), np.signbit((tx - 0).numpy()))

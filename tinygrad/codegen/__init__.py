@@ -31,6 +31,7 @@ def oob_accesses(uops) -> dict[UOp, str]:
     if ix.op is not Ops.INDEX or len(ix.src) > 2 or (size := getattr(ix.src[0].dtype, "size", -1)) < 0: continue
     idx, w = ix.src[1], width.get(ix, 1) // max(1, ix.dtype.base.count)
     if all(x.vmin >= 0 and x.vmax + w <= size for x in (idx.src if idx.op is Ops.VECTORIZE else (idx,))): continue
+    if any(r.op is Ops.RANGE and r.src[0].vmax <= 0 for r in idx.toposort()): continue   # inside a loop that never runs
     errs[ix] = f"{ix.src[0].op.name} {ix.src[0].arg} of {size} elements accessed at {idx.render()} (+{w}), in [{idx.vmin}, {idx.vmax}], ungated"
   return errs
 def _raise_oob(uops):
