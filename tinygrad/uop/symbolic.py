@@ -54,7 +54,9 @@ symbolic_simple = PatternMatcher([
   (UPat(Ops.MUL, dtypes.bool, name="x"), lambda x: x.replace(op=Ops.AND)),
   (UPat(Ops.MAX, dtypes.bool, name="x"), lambda x: x.replace(op=Ops.OR)),
   # ** identities **
-  (UPat.var("x") + UPat.cvar("z", vec=False), lambda x, z: x if z.arg == 0 and (not dtypes.is_float(z.dtype) or math.copysign(1, z.arg) < 0) else None),
+  # x + 0 is x, but for floats only x + -0.0: -0.0 + 0.0 is 0.0
+  (UPat.var("x") + UPat.cvar("z", vec=False),
+   lambda x, z: x if z.arg == 0 and (not dtypes.is_float(z.dtype) or math.copysign(1, z.arg) < 0) else None),
   (UPat.var("x") * 1, lambda x: x),
   (UPat.var("x", ints) * 0, lambda x: x.const_like(0)),     # not floats: 0*nan and 0*inf are nan
   (UPat.var("x", ints) // 1, lambda x: x),
