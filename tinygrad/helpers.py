@@ -140,6 +140,7 @@ BEAM_DEBUG, BEAM_CHECK, BEAM_PROGRESS = ContextVar("BEAM_DEBUG", 0), ContextVar(
 IGNORE_BEAM_CACHE, PARALLEL = ContextVar("IGNORE_BEAM_CACHE", 0), ContextVar("PARALLEL", os.cpu_count() or 1)
 TRANSCENDENTAL, AMD_LLVM, CAPTURING = ContextVar("TRANSCENDENTAL", 1), ContextVar("AMD_LLVM", 0), ContextVar("CAPTURING", 1)
 SPLIT_REDUCEOPS, USE_TC, TC_OPT = ContextVar("SPLIT_REDUCEOPS", 1), ContextVar("USE_TC", 1), ContextVar("TC_OPT", 0)
+IGNORE_OOB = ContextVar("IGNORE_OOB", 1)   # 0: codegen checks every kernel's memory accesses (tinygrad/codegen/__init__.py)
 TC_SELECT = ContextVar("TC_SELECT", -1)
 PICKLE_BUFFERS = ContextVar("PICKLE_BUFFERS", 1)
 CPU_THREADS, TRACEMETA = ContextVar("CPU_THREADS", 0), ContextVar("TRACEMETA", 1)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import itertools
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, graph_rewrite_map
-from tinygrad.helpers import TRANSCENDENTAL, ContextVar
+from tinygrad.helpers import TRANSCENDENTAL, IGNORE_OOB
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.lowerer import lower, lower_group_reduces
 from tinygrad.codegen.expander import expand, pm_wmma_acc
@@ -19,8 +19,6 @@ pm_cleanup_gates = PatternMatcher([
 ])
 
 # IGNORE_OOB=0: every kernel is checked for memory accesses that are neither gated nor provably inside their buffer
-IGNORE_OOB = ContextVar("IGNORE_OOB", 1)
-
 def oob_accesses(uops) -> dict[UOp, str]:
   """the ungated INDEXes (LOAD/STORE addresses) among uops that are not provably inside their buffer: bounds of the index (and the width of
   a vector access) against the buffer's size. A gated access is the device's to guard; the PYTHON device checks every access it runs"""
