@@ -208,3 +208,59 @@ def test_signed_zero_plus_zero(device):
   np.testing.assert_equal(np.signbit((x + 0).numpy()), np.signbit((tx + 0).numpy()))
   np.testing.assert_equal((1 / (x + 0)).numpy(), (1 / (tx + 0)).numpy())
   np.testing.assert_equal(np.signbit((x - 0).numpy()), np.signbit((tx - 0).numpy()))
+
+# ***** short fixed-seed random runs: view chains after exp-type ops, and in-place updates of slices, against torch / numpy *****
+
+def _random_views(rng, t, tt):
+  import random as _r
+  assert isinstance(rng, _r.Random)
+  for _ in range(rng.randint(1, 5)):
+    k = rng.choice(["un", "pad", "shrink", "flip", "permute", "cat", "cumsum", "sum", "expand"])
+    if k == "un": t, tt = getattr(t, n := rng.choice(["sigmoid", "tanh", "exp", "cos", "softplus", "erf"]))(), EXP_OPS[n](tt)
+    elif k == "pad":
+      p = [(rng.randint(0, 2), rng.randint(0, 2)) for _ in t.shape]
+      t, tt = t.pad(tuple(p)), torch.nn.functional.pad(tt, [v for a in reversed(p) for v in a])
+    elif k == "shrink":
+      sh = [(a, rng.randint(a + 1, s)) for s in t.shape for a in (rng.randint(0, s - 1),)]
+      t, tt = t.shrink(tuple(sh)), tt[tuple(slice(a, b) for a, b in sh)]
+    elif k == "flip": t, tt = t.flip(ax := rng.randrange(t.ndim)), tt.flip(ax)
+    elif k == "permute": t, tt = t.permute(*(p := rng.sample(range(t.ndim), t.ndim))), tt.permute(*p)
+    elif k == "cat": t, tt = t.cat(t * 2, dim=(ax := rng.randrange(t.ndim))), torch.cat([tt, tt * 2], ax)
+    elif k == "cumsum": t, tt = t.cumsum(ax := rng.randrange(t.ndim)), tt.cumsum(ax)
+    elif k == "sum" and t.ndim > 1: t, tt = t.sum(ax := rng.randrange(t.ndim)), tt.sum(ax)
+    elif k == "expand": t, tt = t.reshape(1, *t.shape).expand(2, *t.shape), tt.reshape(1, *tt.shape).expand(2, *tt.shape)
+  return t, tt
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_view_chains(seed):
+  import random
+  rng = random.Random(seed)
+  for i in range(15):
+    x = np.random.default_rng(i).uniform(-2, 2, tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 3)))).astype(np.float32)
+    t, tt = _random_views(rng, Tensor(x), torch.tensor(x))
+    np.testing.assert_allclose(assert_in_bounds(t).numpy(), tt.numpy(), rtol=1e-3, atol=1e-4)
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_inplace_slices(seed):
+  import random
+  rng = random.Random(seed)
+  def rs(n:int) -> slice: return slice(rng.randint(-n, n - 1), rng.randint(-n, n), rng.choice([1, 1, 2, 3, -1, -2]))
+  for _ in range(15):
+    shape = (rng.randint(2, 6), rng.randint(2, 6))
+    a, n = Tensor(np.arange(np.prod(shape), dtype=np.float32).reshape(shape)).contiguous().realize(), np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    for _ in range(rng.randint(1, 3)):
+      s1, s2 = (rs(shape[0]), rs(shape[1])), (rs(shape[0]), rs(shape[1]))
+      if n[s1].size == 0: continue
+      k = rng.choice(["iadd", "set", "imul", "isum", "full"])
+      if k == "full":
+        ax1, ax2 = rng.randint(0, 1), rng.randint(0, 1)
+        a.assign(a.flip(ax1) + a.sum(ax2, keepdim=True)).realize()
+        n = np.flip(n, ax1) + n.sum(ax2, keepdims=True)
+      elif k in ("iadd", "set") and n[s2].shape == n[s1].shape:
+        if k == "iadd": a[s1] += a[s2]; n[s1] += n[s2].copy()
+        else: a[s1] = a[s2]; n[s1] = n[s2].copy()
+      elif k == "iadd": a[s1] += a[s1].flip(0); n[s1] += n[s1][::-1].copy()   # the target region read reversed
+      elif k == "set": a[s1] = a[s1].flip(1); n[s1] = n[s1][:, ::-1].copy()
+      elif k == "imul": a[s1] *= 3; n[s1] *= 3
+      elif k == "isum": a[s1] += a.sum(); n[s1] += n.sum()
+    np.testing.assert_allclose(a.numpy(), n, rtol=1e-6)
