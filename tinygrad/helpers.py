@@ -161,6 +161,7 @@ PROGRAM_FLAGS: tuple[ContextVar, ...] = (BEAM, NOOPT, TRANSCENDENTAL, CPU_THREAD
                                          BEAM_LOCAL_MAX)
 def program_flags() -> tuple: return tuple(f.value for f in PROGRAM_FLAGS)
 # tinygrad's flags, accepted so its scripts run: SPLIT_REDUCEOP is SPLIT_REDUCEOPS; aranges are always fused; no winograd convs
+# IGNORE_OOB=0: codegen checks every kernel's memory accesses (tinygrad/codegen/__init__.py)
 IGNORE_OOB, FUSE_ARANGE, WINO = ContextVar("IGNORE_OOB", 1), ContextVar("FUSE_ARANGE", 1), ContextVar("WINO", 0)
 SPLIT_REDUCEOP, TRACK_MATCH_STATS = ContextVar._cache.setdefault("SPLIT_REDUCEOP", SPLIT_REDUCEOPS), ContextVar("TRACK_MATCH_STATS", 0)
 

@@ -295,7 +295,8 @@ class Tensor(MathTrait):
     """A memoryview of the elements, cast to the dtype's format and the tensor's shape."""
     fmt = self.dtype.fmt
     if fmt is None or fmt == "e": raise TypeError(f"memoryview has no format for {self.dtype}; use .tolist() or .numpy()")
-    if 0 in self.shape: raise ValueError(f"memoryview can't have a 0 in its shape, got {self.shape}")
+    # a memoryview can't hold a 0 in a shape of more than one dim: an empty tensor gives a flat empty one, as tinygrad's does
+    if 0 in self.shape: return memoryview(b"").cast(fmt)  # type: ignore[call-overload]
     return self._host_bytes().cast(fmt, self.shape)  # type: ignore[call-overload]
   def tolist(self) -> Any:
     if self.dtype.fmt is None and self.dtype not in (dtypes.bfloat16, *dtypes.fp8s): raise TypeError(f"no Python values for {self.dtype}")
@@ -346,10 +347,12 @@ class Tensor(MathTrait):
 
   @staticmethod
   def _index_range(n:int, device:DeviceLike) -> Tensor:
-    # 0..n-1 as int32 without a reduce: the binary digits of the index, each a padded constant expanded over a (2,)*k grid, summed
-    if n == 0: return Tensor.full((0,), 0, dtypes.int32, device)
+    # 0..n-1 without a reduce: the binary digits of the index, each a padded constant expanded over a (2,)*k grid, summed. int32, or
+    # int64 when n-1 doesn't fit
+    dt = dtypes.int32 if n <= 2**31 else dtypes.int64
+    if n == 0: return Tensor.full((0,), 0, dt, device)
     k = max(1, (n-1).bit_length())
-    digits = [Tensor(1 << (k-1-d), device, dtypes.int32).reshape(1).pad(((1, 0),)).reshape((1,)*d + (2,) + (1,)*(k-1-d)).expand((2,)*k)
+    digits = [Tensor(1 << (k-1-d), device, dt).reshape(1).pad(((1, 0),)).reshape((1,)*d + (2,) + (1,)*(k-1-d)).expand((2,)*k)
               for d in range(k)]
     return functools.reduce(Tensor.add, digits).reshape(1 << k).shrink(((0, n),))
   @staticmethod
@@ -360,16 +363,20 @@ class Tensor(MathTrait):
     if step == 0: raise ValueError("arange step must be nonzero")
     if not all(math.isfinite(x) for x in (start, stop, step) if not isinstance(x, UOp)):
       raise ValueError(f"arange of an unsupported range: {start} -> {stop} by {step}")
-    all_ints = all(isinstance(x, (int, UOp)) for x in (start, stop, step))
-    dt = to_dtype(dtype) if dtype is not None else (dtypes.default_int if all_ints else dtypes.default_float)
     if isinstance(start, UOp) or isinstance(stop, UOp):
       # bound Variables: a symbolic length stop-start (step 1), one kernel for every value; the values are the view's index plus start
       if step != 1: raise NotImplementedError(f"arange with symbolic bounds needs step 1, got {step}")
+      dt = to_dtype(dtype) if dtype is not None else dtypes.default_int
       n_sym = cast(UOp, stop - start)
       idx = Tensor._index_range(int(n_sym.vmax), device).shrink(((0, n_sym),))
       return Tensor((idx + start).cast(dt).uop, **kwargs)
-    n = max(0, math.ceil(cast(float, stop - start) / step))
+    all_ints = all(isinstance(x, int) for x in (start, stop, step))
+    n = int(max(0, -((start - stop) // step) if all_ints else math.ceil((stop - start) / step)))
+    # ints past int32's range (2**31 elements and more) are int64, as torch's arange always is
+    wide = all_ints and not all(dtypes.min(dtypes.int32) <= v <= dtypes.max(dtypes.int32) for v in (start, start + (n-1)*step))
+    dt = to_dtype(dtype) if dtype is not None else ((dtypes.int64 if wide else dtypes.default_int) if all_ints else dtypes.default_float)
     idx = Tensor._index_range(n, device)
+    if wide: idx = idx.cast(dtypes.int64)
     # ints stay exact in int32; anything else is computed in the float dtype (or float32) and cast at the end
     ret = idx * step + start if all_ints and dtypes.is_int(dt) else idx.cast(least_upper_float(dt)) * step + start
     return Tensor(ret.cast(dt).uop, **kwargs)

@@ -90,10 +90,11 @@ def _plan(sink:UOp) -> _Plan:
       for b in kb.reads_bufs: readers_of_buf.setdefault(b, set()).add(len(items)-1)
       if r.op is Ops.ASSIGN: assign_targets[len(items)-1] = buffer_of[r]
     producer[r] = len(items)-1
-  # a kernel that reads a buffer's old contents runs before the ASSIGN that overwrites it
+  # a kernel that reads a buffer's old contents runs before the ASSIGN that overwrites it; one that uses the ASSIGN's result (items come in
+  # topological order, so its dependencies are known) runs after it and reads the new contents
   for ai, target in assign_targets.items():
     for reader in readers_of_buf.get(target, set()):
-      if reader != ai: deps[ai].add(reader)
+      if reader != ai and not _depends(deps, reader, ai): deps[ai].add(reader)
   order = _toposort_items(deps)
   becomes_map: dict[UOp, UOp] = {}
   views: list[tuple[UOp, UOp]] = []
@@ -107,6 +108,14 @@ def _plan(sink:UOp) -> _Plan:
     rebuilt = UOp.sink(*[new for _, new in views]).substitute({b: replacement[b] for _, new in views if (b := new.base) in replacement})
     becomes_map.update((orig, r) for (orig, _), r in zip(views, rebuilt.src))
   return [items[i] for i in order], var_vals, becomes_map, [b for r, b in buffer_of.items() if r.op is not Ops.ASSIGN]
+
+def _depends(deps:list[set[int]], i:int, j:int) -> bool:
+  # item i needs item j, directly or through others
+  stack, seen = list(deps[i]), set(deps[i])
+  while stack:
+    if (k := stack.pop()) == j: return True
+    stack.extend(d for d in deps[k] if d not in seen and not seen.add(d))   # type: ignore[func-returns-value]
+  return False
 
 def _toposort_items(deps:list[set[int]]) -> list[int]:
   state = [0]*len(deps)   # 0 new, 1 in progress, 2 done

@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import Container
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve
 from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS
 
 SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
@@ -48,7 +48,8 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
     for s in u.src: children.setdefault(s, []).append(u)
   # what must be a buffer: the outputs asked for, CONTIGUOUS, COPY and its source, ASSIGN
   for t in sink.src:
-    if needs_kernel(t): realizes[t.base] = None
+    # a view smaller than what it views (a shrink of a computation) is computed on its own: arange(2**31)[-3:] is 3 elements
+    if needs_kernel(t): realizes[t if t.op in GroupOp.Movement and t.base not in realizes and resolve(t.size < t.base.size, False) else t.base] = None
   for u in topo:
     if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN): realizes[u] = None
     if u.op is Ops.COPY:
@@ -59,11 +60,13 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
   for u in topo:
     if u.op is not Ops.ASSIGN or u.src[1] in realizes: continue
     target, body = u.src[0], kernel_body(u.src[1], realizes)
-    tbuf = target.base
-    # only the outermost view of a movement chain is what the kernel reads
+    tbuf = target.buf_uop
+    # only the outermost view of a movement chain is what the kernel reads; an earlier ASSIGN into the same buffer counts as the buffer
     inner = {s for p in body if p.op in GroupOp.Movement for s in p.src}
-    for x in body:
-      if x.base is not tbuf or not (x.op in GroupOp.Movement or x.op is Ops.BUFFER) or x in inner: continue
+    for x in body + [s for p in body for s in p.src if s.op is Ops.ASSIGN and s in realizes]:
+      if not (x.op in GroupOp.Movement or x.op in (Ops.BUFFER, Ops.ASSIGN)) or x in inner: continue
+      if not (x.base is tbuf or x.base.op is Ops.ASSIGN and x.base.buf_uop is tbuf): continue
+      # (the view of a node over an ASSIGN is its view of the ASSIGN's buffer)
       if x.st.simplify() != target.st.simplify():
         realizes[u.src[1]] = None
         break

@@ -54,6 +54,7 @@ class KernelBuilder:
   def leaf(self, x:UOp, st:ShapeTracker) -> UOp|None:
     if x in self.buffer_of and x is not self.root:
       self.reads_nodes.add(x)
+      if x.op is Ops.ASSIGN: st = x.src[0].st + st   # an ASSIGN into a view of its buffer is read through that view
       return UOp(Ops.LOAD, x.dtype, (self.define_global(self.buffer_of[x]), self.view(st)))
     if x.op is Ops.BUFFER:
       self.reads_bufs.add(x)

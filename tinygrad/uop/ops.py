@@ -105,13 +105,14 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def sparents(self) -> dict[UOp, None]: return self.toposort()
   def variables(self) -> list[UOp]:
     return sorted({x.src[0] if x.op is Ops.BIND else x for x in self.toposort() if x.op in (Ops.DEFINE_VAR, Ops.BIND)}, key=lambda v: v.arg)
-  def substitute(self, dvars:dict[UOp, UOp]) -> UOp:
+  def substitute(self, dvars:dict[UOp, UOp], gate:Callable[[UOp], bool]|None=None) -> UOp:
+    # gate: the nodes to look inside (default all); a node it rejects is kept whole
     if not dvars: return self
     new: dict[UOp, UOp] = {}
-    for u in self.toposort():
+    for u in self.toposort(gate):
       if u in dvars: new[u] = dvars[u]
-      else: new[u] = u.replace(src=tuple(new[s] for s in u.src)) if u.src else u
-    return new[self]
+      else: new[u] = u.replace(src=tuple(new.get(s, s) for s in u.src)) if u.src else u
+    return new.get(self, self)
 
   # *** shapes: every UOp with a shape has a ShapeTracker ***
   @property
@@ -324,11 +325,15 @@ def _compute_device(u:UOp) -> str|tuple[str, ...]|None:
 def _isinf(x) -> bool: return isinstance(x, float) and math.isinf(x)
 
 def _compute_min_max(u:UOp) -> tuple[ConstType, ConstType]:
+  # nan in, nan out: a float op on a maybe-nan float has no bounds (else relu6(nan) would count as in [0, 6])
+  if dtypes.is_float(u.dtype) and u.dtype.count == 1 and any(_maybe_nan(s) for s in u.src): return (-math.inf, math.inf)
   lo, hi = _min_max_unchecked(u)
-  # int maths that can leave the type's range wraps around: then nothing is known
-  if dtypes.is_int(u.dtype) and u.dtype.count == 1 and (lo < dtypes.min(u.dtype) or hi > dtypes.max(u.dtype)):
+  # int maths that can leave the type's range wraps around, and a float bound that is nan (a nan constant, inf-inf) says nothing: unknown
+  if dtypes.is_int(u.dtype) and u.dtype.count == 1 and (lo < dtypes.min(u.dtype) or hi > dtypes.max(u.dtype)) or lo != lo or hi != hi:
     return (dtypes.min(u.dtype), dtypes.max(u.dtype))
   return lo, hi
+# a float whose bounds reach inf may be nan (a load, inf-inf, 0*inf), and nan < y is False whatever y is
+def _maybe_nan(x:UOp) -> bool: return dtypes.is_float(x.dtype) and (_isinf(x.vmin) or _isinf(x.vmax))
 
 def _min_max_unchecked(u:UOp) -> tuple[ConstType, ConstType]:
   dt = u.dtype
@@ -355,7 +360,7 @@ def _min_max_unchecked(u:UOp) -> tuple[ConstType, ConstType]:
     c = abs(c)
     return (0 if lo >= 0 else max(-(c-1), lo), 0 if hi <= 0 else min(c-1, hi))
   if u.op is Ops.MAX: return (max(u.src[0].vmin, u.src[1].vmin), max(u.src[0].vmax, u.src[1].vmax))
-  if u.op is Ops.CMPLT: return (u.src[0].vmax < u.src[1].vmin, u.src[0].vmin < u.src[1].vmax)
+  if u.op is Ops.CMPLT: return (u.src[0].vmax < u.src[1].vmin and not any(_maybe_nan(x) for x in u.src), u.src[0].vmin < u.src[1].vmax)
   if u.op is Ops.CMPNE:
     a, b = u.src[0]._min_max, u.src[1]._min_max
     return ((a[1] < b[0]) or (b[1] < a[0]), not (a[0] == a[1] == b[0] == b[1]))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 import functools, math, operator
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu, graph_rewrite
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu, graph_rewrite, _min_max_unchecked
 from tinygrad.dtype import dtypes, can_safe_cast, truncate
 
 # common dtypes first: UPat tests dtype membership in order
 ints = (dtypes.int32, dtypes.int64) + tuple(d for d in dtypes.ints if d not in (dtypes.int32, dtypes.int64))
 ints_bool = ints + (dtypes.bool,)
+# unsigned maths wraps around (64 - x is huge for x > 64): the rules that reorder sums, products and comparisons hold for signed ints only
+sints = tuple(d for d in ints if not dtypes.is_unsigned(d))
 
 def _cdiv(x:int, y:int) -> int: return abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)  # C division, y != 0
 def _ceil(x:int, y:int) -> int: return -(-x // y)                                            # y > 0
@@ -52,7 +54,9 @@ symbolic_simple = PatternMatcher([
   (UPat(Ops.MUL, dtypes.bool, name="x"), lambda x: x.replace(op=Ops.AND)),
   (UPat(Ops.MAX, dtypes.bool, name="x"), lambda x: x.replace(op=Ops.OR)),
   # ** identities **
-  (UPat.var("x") + 0, lambda x: x),
+  # x + 0 is x, but for floats only x + -0.0: -0.0 + 0.0 is 0.0
+  (UPat.var("x") + UPat.cvar("z", vec=False),
+   lambda x, z: x if z.arg == 0 and (not dtypes.is_float(z.dtype) or math.copysign(1, z.arg) < 0) else None),
   (UPat.var("x") * 1, lambda x: x),
   (UPat.var("x", ints) * 0, lambda x: x.const_like(0)),     # not floats: 0*nan and 0*inf are nan
   (UPat.var("x", ints) // 1, lambda x: x),
@@ -178,6 +182,15 @@ def lt_div(x:UOp, d:UOp, c:UOp) -> UOp|None:
   if d.arg <= 0: return None
   return x < (c.arg*d.arg if c.arg > 0 else (c.arg-1)*d.arg + 1)
 
+def no_wrap(fxn):
+  """fxn (a rule that regroups the sum x) only where x is computed without wrapping around, and only if its result's constants fit the dtype:
+  int32 maths wraps like numpy's (x+10 < 5 holds for x = 2**31-1)"""
+  def rule(x:UOp, **kw) -> UOp|None:
+    if x.dtype.count == 1 and not (dtypes.min(x.dtype) <= (r := _min_max_unchecked(x))[0] and r[1] <= dtypes.max(x.dtype)): return None
+    if (ret := fxn(x=x, **kw)) is None: return None
+    return ret if all(dtypes.min(u.dtype) <= u.arg <= dtypes.max(u.dtype) for u in ret.toposort() if u.op is Ops.CONST and u.dtype in ints) else None
+  return rule
+
 def where_alu(f:UOp, c:UOp, a:UOp, b:UOp, d:UOp, e:UOp) -> UOp|None:
   # c?a:b op c?d:e is c?(a op d):(b op e), taken only when one side folds to a constant
   if not ((a.op is Ops.CONST and d.op is Ops.CONST) or (b.op is Ops.CONST and e.op is Ops.CONST)): return None
@@ -193,26 +206,26 @@ symbolic = symbolic_simple + PatternMatcher([
   (UPat(GroupOp.Commutative, src=(UPat((Ops.CONST, Ops.VCONST), name="c"), UPat.var("x")), name="root"),
    lambda root, c, x: root.replace(src=(x, c)) if x.op not in (Ops.CONST, Ops.VCONST) else None),
   # ** sums: like terms, constants folded and last; products: constants folded and last; a const mul distributes **
-  (UPat(Ops.ADD, ints, name="x"), fold_sum),
-  ((UPat.var("x", ints) * UPat.cvar("c1", vec=False)) * UPat.cvar("c2", vec=False), lambda x, c1, c2: x * (c1.arg*c2.arg)),
-  (UPat(Ops.MUL, ints, src=[UPat(Ops.MUL, src=(UPat.var("x"), UPat.cvar("c", vec=False))), UPat.var("y")]),
+  (UPat(Ops.ADD, sints, name="x"), fold_sum),
+  ((UPat.var("x", sints) * UPat.cvar("c1", vec=False)) * UPat.cvar("c2", vec=False), lambda x, c1, c2: x * (c1.arg*c2.arg)),
+  (UPat(Ops.MUL, sints, src=[UPat(Ops.MUL, src=(UPat.var("x"), UPat.cvar("c", vec=False))), UPat.var("y")]),
    lambda x, c, y: (x*y)*c if y.op is not Ops.CONST else None),
-  (UPat(Ops.MUL, ints, src=(UPat(Ops.ADD, name="s"), UPat.cvar("c", vec=False))), lambda s, c: s.src[0]*c + s.src[1]*c),
+  (UPat(Ops.MUL, sints, src=(UPat(Ops.ADD, name="s"), UPat.cvar("c", vec=False))), lambda s, c: s.src[0]*c + s.src[1]*c),
   # ** the other associative ops chain constants too (exact for ints and bools) **
   *[(UPat(op, ints_bool, src=(UPat(op, src=(UPat.var("x"), UPat.cvar("c1", vec=False))), UPat.cvar("c2", vec=False)), name="f"),
      lambda f, x, c1, c2: x.alu(f.op, c1.alu(f.op, c2))) for op in (Ops.MAX, Ops.AND, Ops.OR)],
   # ** div and mod **
-  (UPat.var("x", ints) // UPat.cvar("c", vec=False), lambda x, c: -(x // -c.arg) if c.arg < 0 else None),
-  (UPat.var("x", ints) % UPat.cvar("c", vec=False), lambda x, c: x % -c.arg if c.arg < 0 else None),
-  ((UPat.var("x", ints) // UPat.cvar("a", vec=False)) // UPat.cvar("b", vec=False),
+  (UPat.var("x", sints) // UPat.cvar("c", vec=False), lambda x, c: -(x // -c.arg) if c.arg < 0 else None),
+  (UPat.var("x", sints) % UPat.cvar("c", vec=False), lambda x, c: x % -c.arg if c.arg < 0 else None),
+  ((UPat.var("x", sints) // UPat.cvar("a", vec=False)) // UPat.cvar("b", vec=False),
    lambda x, a, b: x // (a.arg*b.arg) if a.arg > 0 and b.arg > 0 else None),
-  ((UPat.var("x", ints) % UPat.cvar("m", vec=False)) % UPat.cvar("a", vec=False),
+  ((UPat.var("x", sints) % UPat.cvar("m", vec=False)) % UPat.cvar("a", vec=False),
    lambda x, m, a: x % a.arg if a.arg > 0 and m.arg > 0 and m.arg % a.arg == 0 else None),
-  (UPat((Ops.IDIV, Ops.MOD), ints, src=(UPat.var("x"), UPat.cvar("c", vec=False)), name="d"), fold_divmod),
+  (UPat((Ops.IDIV, Ops.MOD), sints, src=(UPat.var("x"), UPat.cvar("c", vec=False)), name="d"), no_wrap(fold_divmod)),
   # ** lt **
-  ((UPat.var("x", ints) // UPat.cvar("d", vec=False)) < UPat.cvar("c", vec=False), lt_div),
-  (UPat.var("x", ints) < UPat.cvar("c", vec=False), lt_fold),
-  (UPat.cvar("c", vec=False) < UPat.var("x", ints), lt_fold_left),
+  ((UPat.var("x", sints) // UPat.cvar("d", vec=False)) < UPat.cvar("c", vec=False), no_wrap(lt_div)),
+  (UPat.var("x", sints) < UPat.cvar("c", vec=False), no_wrap(lt_fold)),
+  (UPat.cvar("c", vec=False) < UPat.var("x", sints), no_wrap(lt_fold_left)),
   # two bounds on one expression
   ((UPat.var("x", ints) < UPat.cvar("a", vec=False)) & (UPat.var("x") < UPat.cvar("b", vec=False)), lambda x, a, b: x < min(a.arg, b.arg)),
   (UPat(Ops.OR, src=[UPat.var("x", ints) < UPat.cvar("a", vec=False), UPat.var("x") < UPat.cvar("b", vec=False)]),
@@ -226,7 +239,7 @@ symbolic = symbolic_simple + PatternMatcher([
    lambda c, a, t, b: c.where(a.cast(t.dtype), b)),
   (UPat.var("c").where(UPat.var("a"), UPat(Ops.CAST, src=(UPat.var("c").where(UPat.var(), UPat.var("b")),), name="t")),
    lambda c, a, t, b: c.where(a, b.cast(t.dtype))),
-  (UPat.var("x", ints) * UPat.var("c").where(UPat.cvar("k", vec=False), UPat.const(None, 0)), lambda x, c, k: c.where(x*k, x.const_like(0))),
+  (UPat.var("x", sints) * UPat.var("c").where(UPat.cvar("k", vec=False), UPat.const(None, 0)), lambda x, c, k: c.where(x*k, x.const_like(0))),
   (UPat(GroupOp.Binary, src=(UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("b"))),
                              UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("d"), UPat.var("e")))), name="f"), where_alu),
 ])
@@ -234,7 +247,7 @@ symbolic = symbolic_simple + PatternMatcher([
 # ***** symbolic_flat: sums stay a left chain, ((a+b)+c)+d, which the index maths walks *****
 
 symbolic_flat = symbolic + PatternMatcher([
-  (UPat(Ops.ADD, ints, src=(UPat.var("x"), UPat(Ops.ADD, name="y"))), lambda x, y: (x + y.src[0]) + y.src[1]),
+  (UPat(Ops.ADD, sints, src=(UPat.var("x"), UPat(Ops.ADD, name="y"))), lambda x, y: (x + y.src[0]) + y.src[1]),
 ])
 
 # ***** valid (gate) simplification *****
@@ -265,7 +278,8 @@ def uop_given_valid(valid:UOp, uop:UOp) -> UOp|None:
   # each bounded expression becomes a variable with the narrower range while simplifying, then goes back
   subs = {e: UOp.variable(f"__valid{i}", lo, hi, e.dtype) for i, (e, (lo, hi)) in enumerate(bounds.items()) if (lo, hi) != (e.vmin, e.vmax)}
   if not subs: return uop
-  return graph_rewrite(uop.substitute(subs), symbolic_flat).substitute({v: e for e, v in subs.items()})
+  # loads are not looked into: a load runs whether or not valid holds (an AND or a WHERE computes both sides), so its own gate must stay
+  return graph_rewrite(uop.substitute(subs, gate=lambda u: u.op is not Ops.LOAD), symbolic_flat).substitute({v: e for e, v in subs.items()})
 
 def simplify_valid(valid:UOp) -> UOp|None:
   """Merge bounds on one expression, drop clauses implied by others or by the bounds of the expression itself; None when nothing changed."""
