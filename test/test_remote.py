@@ -214,3 +214,24 @@ def test_wire_format():
   for bad in (b"", b"\x01\x00", struct.pack("<I", 100) + b"{}", struct.pack("<I", 2) + b"[]", struct.pack("<I", 2) + b"\xff\xfe"):
     with pytest.raises(ValueError): unpack(bad)
   assert json.loads(body[4:4+struct.unpack_from("<I", body)[0]]) == {"a": [1, "x"]}
+
+def test_two_servers_named(server, monkeypatch):
+  # REMOTE_HOST lists servers, REMOTE:1 is the second: here the same server twice, as two sessions; copies between them go through the host
+  host = os.environ["REMOTE_HOST"]
+  monkeypatch.setenv("REMOTE_HOST", f"{host},{host}")
+  Device._opened.pop("REMOTE:1", None)
+  try:
+    a = Tensor(np.arange(6, dtype=np.float32), device="REMOTE") * 2
+    np.testing.assert_array_equal((a.to("REMOTE:1") + 1).numpy(), np.arange(6) * 2 + 1)
+    with pytest.raises(RuntimeError, match="names 2 servers"): RemoteDevice("REMOTE:2")
+  finally: Device._opened.pop("REMOTE:1", None)
+
+if __name__ == "__main__":
+  # CI's REMOTE run of the op suite: every test that takes the `device` fixture, on REMOTE, against a server on loopback started here
+  # (from_blob wraps host memory, which a REMOTE buffer can't be)
+  proc, port = start_server("--max-mem", str(4 << 30), "--max-body", str(256 << 20))
+  os.environ["REMOTE_HOST"] = f"127.0.0.1:{port}"
+  here = os.path.abspath(__file__)
+  try: ret = pytest.main(["-q", "-k", "REMOTE and not from_blob", f"--ignore={here}", *sys.argv[1:], os.path.dirname(here)])
+  finally: stop_server(proc)
+  sys.exit(ret)
