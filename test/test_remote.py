@@ -119,6 +119,7 @@ def test_renderer_from_server(server):
 def test_refuses_python_device():
   # the PYTHON device's "source" is a pickle: it is never served
   with pytest.raises(RuntimeError, match="PythonRenderer"): RemoteServer("PYTHON", MAX_MEM, MAX_BODY)
+  with pytest.raises(RuntimeError, match="can't serve REMOTE"): RemoteServer("REMOTE", MAX_MEM, MAX_BODY)
 
 def test_dead_server():
   proc, port = start_server()

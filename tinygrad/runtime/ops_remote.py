@@ -41,6 +41,7 @@ NOLRU = BufferSpec(nolru=True)   # freed memory goes back to the device at once,
 class RemoteServer:
   def __init__(self, device:str, max_mem:int, max_body:int, max_programs:int=4096):
     # one thread does all device work: device contexts and the sqlite cache belong to the thread that made them
+    if Device.canonicalize(device).startswith("REMOTE"): raise RuntimeError(f"a REMOTE server can't serve {device}: it serves a real device")
     self.worker = ThreadPoolExecutor(1, thread_name_prefix="tinygrad_remote")
     self.dev = self.worker.submit(Device.__getitem__, device).result()
     if type(self.dev.renderer).__name__ not in RENDERERS:
