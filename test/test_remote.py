@@ -1,5 +1,5 @@
 # the REMOTE device against a server on loopback that a fixture starts (a subprocess on a free port) and stops
-import json, os, random, socket, struct, subprocess, sys
+import gc, json, os, random, socket, struct, subprocess, sys
 import numpy as np
 import pytest
 import torch
@@ -111,6 +111,15 @@ def test_compile_error(server):
   with pytest.raises(CompileError, match="not_c"):
     RemoteProgram(Device["REMOTE"].conn, "bad", b"this is not_c;")
   np.testing.assert_array_equal((Tensor([1, 2], device="REMOTE") + 1).numpy(), [2, 3])   # the connection goes on
+
+def test_refused_allocation_recovers(server):
+  big = Tensor.ones(MAX_MEM // 4 + 1, device="REMOTE").contiguous()   # one float past the server's memory limit
+  with pytest.raises(RuntimeError, match="refused"):
+    big.realize()
+    Device["REMOTE"].synchronize()
+  del big
+  gc.collect()   # the buffer the server never had is freed now: the client must not send that free
+  np.testing.assert_array_equal((Tensor([1, 2], device="REMOTE") * 2).numpy(), [2, 4])
 
 def test_renderer_from_server(server):
   ren = Device["REMOTE"].renderer

@@ -66,7 +66,10 @@ class RemoteServer:
           raise TypeError(f"{op[0]} takes ({', '.join(t.__name__ for t in spec)}) with ints >= 0, got {args!r:.120}")
         results.append(getattr(self, f"op_{op[0]}")(*args))
       except CompileError: raise
-      except Exception as e: raise RuntimeError(f"op {i} ({op[0] if isinstance(op, list) and op else '?'!s:.20}): {type(e).__name__}: {e}") from e
+      except Exception as e:
+        err = RuntimeError(f"op {i} ({op[0] if isinstance(op, list) and op else '?'!s:.20}): {type(e).__name__}: {e}")
+        err.index = i  # type: ignore[attr-defined]
+        raise err from e
     return results, self.out
 
   def buf(self, bid:int) -> list:
@@ -150,7 +153,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
       self.reply(200, {"results": results}, out)
     except Exception as e:
       if DEBUG >= 2: print(f"REMOTE request failed: {type(e).__name__}: {e}")
-      self.reply(500 if isinstance(e, CompileError) else 400, {"error": f"{type(e).__name__}: {e}", "kind": type(e).__name__})
+      self.reply(500 if isinstance(e, CompileError) else 400, {"error": f"{type(e).__name__}: {e}", "kind": type(e).__name__,
+                                                               "index": getattr(e, "index", None)})
   def reply(self, code:int, header:dict, data:bytes|bytearray=b"") -> None:
     try:
       body = pack(header, data)
@@ -176,6 +180,7 @@ class RemoteConnection:
     if not host or not port.isdigit(): raise ValueError(f"REMOTE_HOST must be host:port, got {address!r}")
     self.host, self.port, self.timeout, self.session, self.ids = host, int(port), timeout, uuid.uuid4().hex, itertools.count()
     self.ops: list[list] = []
+    self.dead: set[int] = set()   # ids whose alloc/view/program was dropped by a failed batch: the server never had them
     self.data = bytearray()
   def request(self, ops:list, data:bytearray) -> tuple[list, memoryview]:
     where = f"REMOTE server {self.host}:{self.port}"
@@ -189,7 +194,10 @@ class RemoteConnection:
       header, out = unpack(raw)
     except (OSError, http.client.HTTPException, ValueError) as e:
       raise RuntimeError(f"{where} didn't answer ({type(e).__name__}: {e}); start one with python -m tinygrad.runtime.ops_remote --serve") from e
-    if status != 200: raise (CompileError if header.get("kind") == "CompileError" else RuntimeError)(f"{where}: {header.get('error')}")
+    if status != 200:
+      # the ops from the failed one on never ran: forget what they made, so freeing it later doesn't fail again
+      if type(index := header.get("index")) is int: self.dead.update(op[1] for op in ops[index:] if op[0] in ("alloc", "view", "program"))
+      raise (CompileError if header.get("kind") == "CompileError" else RuntimeError)(f"{where}: {header.get('error')}")
     return header["results"], out
   def flush(self, *ops:list) -> tuple[list, memoryview]:
     """Sends what is queued and ops; returns the results of ops and the data the server sent back."""
@@ -205,7 +213,9 @@ class RemoteAllocator(Allocator[int]):
     if options.external_ptr is not None: raise RuntimeError("REMOTE buffers can't wrap host memory (external_ptr)")
     self.conn.ops.append(["alloc", bid := next(self.conn.ids), size])
     return bid
-  def _free(self, opaque:int, options:BufferSpec) -> None: self.conn.ops.append(["free", opaque])
+  def _free(self, opaque:int, options:BufferSpec) -> None:
+    if opaque in self.conn.dead: self.conn.dead.discard(opaque)
+    else: self.conn.ops.append(["free", opaque])
   def _offset(self, buf:int, size:int, offset:int) -> int:
     self.conn.ops.append(["view", bid := next(self.conn.ids), buf, size, offset])
     return bid
