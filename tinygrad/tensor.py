@@ -36,7 +36,7 @@ def _reaches_grad(u:UOp) -> bool:
 def _kernelless_view(uop:UOp, dtype:DType|None=None) -> UOp|None:
   """A device that runs no kernels (DISK) still slices, reshapes and bitcasts: a contiguous range of its buffer becomes a sub-buffer
   (a new BUFFER UOp over a Buffer view), which copies out like any buffer. None on devices that run kernels."""
-  if uop.base.op is not Ops.BUFFER or not isinstance(dev := uop.device, str) or Device[dev].renderer is not None: return None
+  if uop.base.op is not Ops.BUFFER or not isinstance(dev := uop.device, str) or Device[dev].runtime is not None: return None
   from tinygrad.uop.ops import buffers
   from tinygrad.shape.view import strides_for_shape
   v, dt = uop.st.views[-1], dtype or uop.dtype
