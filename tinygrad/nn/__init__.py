@@ -156,3 +156,4 @@ class LSTMCell:
     i, f, g, o = gates.chunk(4, dim=-1)
     c = f.sigmoid() * hc[1] + i.sigmoid() * g.tanh()
     return o.sigmoid() * c.tanh(), c
+from tinygrad.nn import optim, state, datasets  # noqa: E402,F401  (nn.optim, nn.state, nn.datasets, like tinygrad)
