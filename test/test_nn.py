@@ -79,10 +79,10 @@ def test_layernorm2d():
   class T(torch.nn.Module):
     def __init__(self): super().__init__(); self.l = tl
     def forward(self, x): return self.l(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
-  class O:
+  class Ours:
     def __init__(self): self.l = ours
     def __call__(self, x): return self.l(x)
-  _compare(O(), T(), randn(2, 4, 3, 3))
+  _compare(Ours(), T(), randn(2, 4, 3, 3))
 def test_rmsnorm(): _compare(nn.RMSNorm(8, eps=1e-6), torch.nn.RMSNorm(8, eps=1e-6), randn(3, 8))
 
 def test_embedding():

@@ -50,11 +50,6 @@ def test_torch_load_dtypes_views_transposes(tmp_path):
 def _legacy_tar(fn, arr):
   # the oldest torch format, written by hand: storages, tensors and pickle members
   def p(o): return pickle.dumps(o, protocol=2)
-  class FloatStorage: pass
-  FloatStorage.__module__, FloatStorage.__qualname__ = "torch", "FloatStorage"
-  import sys, types
-  fake = types.ModuleType("torch_fake")
-  storages = p(1) + pickle.dumps(("0", "cpu", None), protocol=2).replace(b"N", b"ctorch\nFloatStorage\n", 1)[:-1] + b"." 
   storages = p(1) + b"\x80\x02X\x01\x00\x00\x000X\x03\x00\x00\x00cpuctorch\nFloatStorage\n\x87." + struct.pack("<q", arr.size) + arr.tobytes()
   tensors = p(1) + p(("t0", "0", None)) + struct.pack("<i", arr.ndim) + struct.pack(f"<{arr.ndim}q", *arr.shape) + \
     struct.pack(f"<{arr.ndim}q", *[s // 4 for s in arr.strides]) + struct.pack("<q", 0)

@@ -254,7 +254,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def requires_grad(self, value:bool|None) -> None:
     # set by the user, the tensor is a leaf again (backward fills its .grad)
     self._requires_grad, self.is_leaf = value, True
-    if value: _grad_uops[self._uop], _ = None, _no_grad_uops.clear()
+    if value:
+      _grad_uops[self._uop] = None
+      _no_grad_uops.clear()
 
   @property
   def lazydata(self) -> UOp: return self.uop

@@ -149,7 +149,8 @@ class LSTMCell:
     bound = 1 / math.sqrt(hidden_size)
     self.hidden_size = hidden_size
     self.weight_ih, self.weight_hh = _uniform((4 * hidden_size, input_size), bound), _uniform((4 * hidden_size, hidden_size), bound)
-    self.bias_ih, self.bias_hh = (_uniform((4 * hidden_size,), bound), _uniform((4 * hidden_size,), bound)) if bias else (None, None)
+    self.bias_ih: Tensor|None = _uniform((4 * hidden_size,), bound) if bias else None
+    self.bias_hh: Tensor|None = _uniform((4 * hidden_size,), bound) if bias else None
   def __call__(self, x:Tensor, hc:tuple[Tensor, Tensor]|None=None) -> tuple[Tensor, Tensor]:
     if hc is None: hc = (Tensor.zeros(*x.shape[:-1], self.hidden_size, dtype=x.dtype, device=x.device),) * 2
     gates = x.linear(self.weight_ih.transpose(), self.bias_ih) + hc[0].linear(self.weight_hh.transpose(), self.bias_hh)

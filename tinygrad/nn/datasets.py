@@ -12,7 +12,7 @@ def _idx(raw:bytes, name:str, device) -> Tensor:
   # idx: 2 zero bytes, a dtype byte (0x08: uint8), the number of dims, then each dim as a big-endian uint32, then the data
   if len(raw) < 4 or raw[:3] != b"\x00\x00\x08" or len(raw) < 4 + 4 * raw[3]: raise ValueError(f"{name}: not a uint8 idx file")
   shape = struct.unpack(f">{raw[3]}I", raw[4:4 + 4 * raw[3]])
-  if len(raw) - 4 - 4 * raw[3] != prod(shape): raise ValueError(f"{name}: the header says {shape} ({prod(shape)} bytes), it holds {len(raw) - 4 - 4*raw[3]}")
+  if (got := len(raw) - 4 - 4 * raw[3]) != prod(shape): raise ValueError(f"{name}: the header says {shape} ({prod(shape)} bytes), it holds {got}")
   return Tensor(raw[4 + 4 * raw[3]:], dtype=dtypes.uint8, device=device).reshape(shape)
 
 def mnist(device=None, fashion:bool=False) -> tuple[Tensor|None, Tensor|None, Tensor|None, Tensor|None]:
@@ -41,7 +41,7 @@ def cifar(device=None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     files = {n: next(pathlib.Path(local).rglob(n)).read_bytes() for n in names}
   else:
     tgz = pathlib.Path(local) / "cifar-10-binary.tar.gz" if local else fetch("https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz", subdir="cifar")
-    if not os.path.isfile(tgz): raise FileNotFoundError(f"CIFAR_DIR={local} has neither cifar-10-binary.tar.gz nor {', '.join(names)}")
+    if not os.path.isfile(tgz): raise FileNotFoundError(f"CIFAR_DIR={local} lacks cifar-10-binary.tar.gz and {', '.join(names)}")
     with tarfile.open(tgz) as tar:
       for m in tar.getmembers():
         if (n := pathlib.PurePath(m.name).name) in names and (f := tar.extractfile(m)) is not None: files[n] = f.read()

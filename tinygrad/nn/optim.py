@@ -1,13 +1,15 @@
 # optimizers: each step is lazy Tensor maths assigned into the parameters' buffers, so a step captured by TinyJit replays. The learning
 # rate is a Tensor (a one-element buffer): `opt.lr.assign(Tensor([new_lr]))` changes it, also inside a jitted step
 from __future__ import annotations
+from typing import cast
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import dedup
 
 def _state(t:Tensor, value:float=0.0) -> Tensor:
   # optimizer state in a buffer of its own (a lazy zeros would be one hash-consed graph shared by every state of that shape)
-  return Tensor([float(value)] * t.numel(), dtype=dtypes.float32 if not dtypes.is_float(t.dtype) else t.dtype, device=t.device).reshape(t.shape)
+  dt = t.dtype if dtypes.is_float(t.dtype) else dtypes.float32
+  return Tensor([float(value)] * cast(int, t.numel()), dtype=dt, device=t.device).reshape(t.shape)
 
 def _scalar(value:float, device) -> Tensor: return Tensor([float(value)], device=device, requires_grad=False).reshape(())
 
@@ -49,7 +51,7 @@ class LARS(Optimizer):
   def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.9, weight_decay:float=1e-4, nesterov:bool=False, classic:bool=True,
                tcoef:float=0.001):
     super().__init__(params, lr)
-    if lr < 0 or momentum < 0 or weight_decay < 0: raise ValueError(f"lr, momentum and weight_decay must be >= 0, got {lr}, {momentum}, {weight_decay}")
+    if lr < 0 or momentum < 0 or weight_decay < 0: raise ValueError(f"lr, momentum, weight_decay must be >= 0, got {lr}, {momentum}, {weight_decay}")
     if nesterov and momentum == 0: raise ValueError("nesterov momentum needs momentum > 0")
     self.momentum, self.wd, self.nesterov, self.classic, self.tcoef = momentum, weight_decay, nesterov, classic, tcoef
     self.b = [_state(p) for p in self.params] if momentum else []

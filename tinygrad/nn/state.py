@@ -3,7 +3,7 @@
 from __future__ import annotations
 import json, pathlib, pickle, struct, tarfile, zipfile, io
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, cast
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.device import Device
@@ -22,7 +22,9 @@ def get_state_dict(obj:Any, prefix:str="", tensor_type:type=Tensor) -> dict[str,
   seen: set[int] = set()
   while stack:
     name, x = stack.pop()
-    if isinstance(x, tensor_type): ret[name.rstrip(".")] = x; continue
+    if isinstance(x, tensor_type):
+      ret[name.rstrip(".")] = cast(Tensor, x)
+      continue
     if id(x) in seen: continue
     seen.add(id(x))
     if isinstance(x, OrderedDict) or isinstance(x, dict): items = [(str(k), v) for k, v in x.items()]
@@ -90,7 +92,8 @@ def safe_load_metadata(fn:str|pathlib.Path) -> tuple[Tensor, int, dict[str, Any]
        not 0 <= offs[0] <= offs[1] <= data_size:
       raise _bad(fn, f"tensor {k!r} has data_offsets {offs!r} outside the data's [0, {data_size}]")
     if offs[1] - offs[0] != prod(shape) * SAFE_DTYPES[v["dtype"]].itemsize:
-      raise _bad(fn, f"tensor {k!r} of shape {shape} {v['dtype']} needs {prod(shape) * SAFE_DTYPES[v['dtype']].itemsize} bytes, its offsets span {offs[1]-offs[0]}")
+      raise _bad(fn, f"tensor {k!r} of shape {shape} {v['dtype']} needs {prod(shape) * SAFE_DTYPES[v['dtype']].itemsize} bytes, "
+                     f"its offsets span {offs[1]-offs[0]}")
     ranges.append((offs[0], offs[1], k))
   ranges.sort()
   for (_, e0, k0), (b1, _, k1) in zip(ranges, ranges[1:]):
@@ -124,7 +127,8 @@ def safe_save(tensors:dict[str, Tensor], fn:str|pathlib.Path, metadata:dict[str,
 
 _TORCH_STORAGES = {"DoubleStorage": dtypes.float64, "FloatStorage": dtypes.float32, "HalfStorage": dtypes.float16, "BFloat16Storage": dtypes.bfloat16,
                    "LongStorage": dtypes.int64, "IntStorage": dtypes.int32, "ShortStorage": dtypes.int16, "CharStorage": dtypes.int8,
-                   "ByteStorage": dtypes.uint8, "BoolStorage": dtypes.bool, "Float8_e4m3fnStorage": dtypes.fp8e4m3, "Float8_e5m2Storage": dtypes.fp8e5m2}
+                   "ByteStorage": dtypes.uint8, "BoolStorage": dtypes.bool,
+                   "Float8_e4m3fnStorage": dtypes.fp8e4m3, "Float8_e5m2Storage": dtypes.fp8e5m2}
 class _StorageType:
   def __init__(self, dtype:DType): self.dtype = dtype
 class _Storage:
@@ -143,7 +147,7 @@ def _rebuild_tensor(storage:Any, offset:Any, size:Any, stride:Any, *args:Any) ->
   if len(size) != len(stride): raise pickle.UnpicklingError(f"size {size} and stride {stride} differ in length")
   if 0 in size: return Tensor.empty(*size, dtype=storage.dtype)
   end = offset + sum((s - 1) * st for s, st in zip(size, stride)) + 1
-  if offset < 0 or end > storage.numel: raise pickle.UnpicklingError(f"tensor of size {size} at offset {offset} overruns its storage of {storage.numel}")
+  if offset < 0 or end > storage.numel: raise pickle.UnpicklingError(f"tensor of size {size} at {offset} overruns its storage of {storage.numel}")
   # a strided layout that is a permutation of a contiguous one (a transpose) loads contiguous, then permutes on a compute device
   order = sorted(range(len(size)), key=lambda i: (-stride[i], -size[i]))
   perm_size = tuple(size[i] for i in order)
