@@ -40,7 +40,8 @@ def cifar(device=None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
   if local and all(any(pathlib.Path(local).rglob(n)) for n in names):
     files = {n: next(pathlib.Path(local).rglob(n)).read_bytes() for n in names}
   else:
-    tgz = pathlib.Path(local) / "cifar-10-binary.tar.gz" if local else fetch("https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz", subdir="cifar")
+    url = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
+    tgz = pathlib.Path(local) / "cifar-10-binary.tar.gz" if local else fetch(url, subdir="cifar")
     if not os.path.isfile(tgz): raise FileNotFoundError(f"CIFAR_DIR={local} lacks cifar-10-binary.tar.gz and {', '.join(names)}")
     with tarfile.open(tgz) as tar:
       for m in tar.getmembers():
