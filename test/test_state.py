@@ -96,6 +96,12 @@ def test_torch_load_bad_files(tmp_path):
   huge = pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2) + pickle.dumps(1001, protocol=2) + pickle.dumps({}, protocol=2) + b"\x80\x02X\xff\xff\xff\x7fab"
   (tmp_path / "huge.pth").write_bytes(huge)
   with pytest.raises(ValueError, match="huge.pth"): torch_load(tmp_path / "huge.pth")
+  # deep nesting, impossible sizes and broken opcodes: ValueError, never RecursionError or MemoryError
+  n = 200000
+  for name, payload in (("deep", b"\x80\x02" + b"]" * n + b"a" * (n - 1) + b"."), ("marks", b"\x80\x02" + b"(" * n + b"."),
+                        ("bytes8", b"\x80\x04\x8e" + struct.pack("<Q", 1 << 62) + b"ab."), ("memo", b"\x80\x02h\x05."), ("empty", b"")):
+    with zipfile.ZipFile(tmp_path / f"{name}.pth", "w") as z: z.writestr("archive/data.pkl", payload)
+    with pytest.raises(ValueError, match=f"{name}.pth"): torch_load(tmp_path / f"{name}.pth")
   # a tensor claiming more elements than its storage holds
   with zipfile.ZipFile(tmp_path / "over.pth", "w") as z:
     z.writestr("archive/data.pkl", b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x04tQK\x00K\xff\x85K\x01\x85\x89NtR.")

@@ -176,8 +176,19 @@ class _RestrictedUnpickler(pickle.Unpickler):
     if isinstance(pid, (str, int)): return self.load_storage((pid,))
     raise pickle.UnpicklingError(f"unknown persistent id {str(pid)[:100]}")
 
+def _check_depth(fn:Any, obj:Any, limit:int=1000) -> Any:
+  # the unpickler builds any depth without recursing, but a user walking the result would hit the recursion limit: refuse it here
+  stack, seen = [(obj, 0)], set()
+  while stack:
+    x, depth = stack.pop()
+    if depth > limit: raise _bad(fn, f"the pickle nests containers more than {limit} deep")
+    if isinstance(x, (list, tuple, dict)) and id(x) not in seen:
+      seen.add(id(x))
+      stack.extend((v, depth + 1) for v in (x.values() if isinstance(x, dict) else x))
+  return obj
+
 def _unpickle(fn:Any, f:Any, load_storage:Callable[[tuple], _Storage], dry_run:bool=False) -> Any:
-  try: return _RestrictedUnpickler(f, load_storage, dry_run).load()
+  try: return _check_depth(fn, _RestrictedUnpickler(f, load_storage, dry_run).load())
   except (pickle.UnpicklingError, EOFError, MemoryError, RecursionError, OverflowError, ValueError, TypeError, struct.error, IndexError, KeyError,
           AttributeError) as e:
     raise _bad(fn, f"bad or truncated pickle: {type(e).__name__}: {e}") from None
