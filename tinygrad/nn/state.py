@@ -215,6 +215,7 @@ def _torch_load_zip(fn:Any, t:Tensor, size:int) -> Any:
       if len(pkl) != 1: raise _bad(fn, "a torch zip file needs exactly one <name>/data.pkl")
       base = pkl[0][:-len("data.pkl")]
       if (bo := infos.get(base + "byteorder")) is not None and z.read(bo) != b"little": raise _bad(fn, "only little-endian files load")
+      if infos[pkl[0]].file_size > MAX_HEADER: raise _bad(fn, f"data.pkl claims {infos[pkl[0]].file_size} bytes, more than {MAX_HEADER}")
       raw_pkl = z.read(pkl[0])
       def load_storage(pid:tuple) -> _Storage:
         if len(pid) < 5 or (info := infos.get(f"{base}data/{pid[2]}")) is None: raise _bad(fn, f"storage {pid[2:3]} is not in the zip")
@@ -358,12 +359,12 @@ def ggml_data_to_tensor(t:Tensor, n:int, ggml_type:int) -> Tensor:
   return (Tensor.cat(*halves, dim=1) * d).flatten()
 
 class _GGUFReader:
-  def __init__(self, fn:Any, raw:Tensor, size:int): self.fn, self.raw, self.size, self.pos = fn, raw, size, 0
+  # the metadata is read through a plain file (a tokenizer's vocabulary is many small reads); the tensors' data through DISK
+  def __init__(self, fn:Any, f:Any, size:int): self.fn, self.f, self.size, self.pos = fn, f, size, 0
   def read(self, n:int) -> bytes:
     if n < 0 or self.pos + n > self.size: raise _bad(self.fn, f"truncated GGUF: reading {n} bytes at {self.pos} of {self.size}")
-    ret = bytes(self.raw[self.pos:self.pos+n].data()) if n else b""
     self.pos += n
-    return ret
+    return self.f.read(n)
   def scalar(self, fmt:str) -> Any: return struct.unpack(fmt, self.read(struct.calcsize(fmt)))[0]
   def string(self) -> str:
     if (n := self.scalar("<Q")) > MAX_HEADER: raise _bad(self.fn, f"a GGUF string of {n} bytes is too long")
@@ -382,7 +383,21 @@ class _GGUFReader:
 def gguf_load(fn:str|pathlib.Path) -> tuple[dict[str, Any], dict[str, Tensor]]:
   """(metadata, tensors) of a GGUF file; quantized tensors are dequantized to float32 on the default device."""
   t, size = _disk_file(fn)
-  r = _GGUFReader(fn, t, size)
+  with open(fn, "rb") as f: kv, infos, data_start = _gguf_header(_GGUFReader(fn, f, size))
+  tensors = {}
+  for name, shape, ggml_type, off in infos:
+    if ggml_type not in _GGML_BLOCKS: raise _bad(fn, f"tensor {name!r} has GGML type {ggml_type}; F32, F16, Q4_0, Q4_1, Q8_0, Q6_K are supported")
+    bsz, bbytes = _GGML_BLOCKS[ggml_type]
+    n = prod(shape)
+    if n % bsz: raise _bad(fn, f"tensor {name!r} of {n} elements is not a whole number of {bsz}-element blocks")
+    start, nbytes = data_start + off, n // bsz * bbytes
+    if n > 1 << 48 or start + nbytes > size: raise _bad(fn, f"tensor {name!r} at offset {off} ({nbytes} bytes) runs past the end of the file")
+    data = t[start:start+nbytes].to(Device.DEFAULT) if nbytes else Tensor.empty(0, dtype=dtypes.uint8)
+    tensors[name] = ggml_data_to_tensor(data, n, ggml_type).reshape(shape) if n else Tensor.empty(*shape)
+  return kv, tensors
+
+def _gguf_header(r:_GGUFReader) -> tuple[dict[str, Any], list[tuple[str, tuple[int, ...], int, int]], int]:
+  fn, size = r.fn, r.size
   if r.read(4) != b"GGUF": raise _bad(fn, "not a GGUF file (no GGUF magic)")
   if (version := r.scalar("<I")) not in (2, 3): raise _bad(fn, f"GGUF version {version} is not supported (2 and 3 are)")
   n_tensors, n_kv = r.scalar("<Q"), r.scalar("<Q")
@@ -399,15 +414,5 @@ def gguf_load(fn:str|pathlib.Path) -> tuple[dict[str, Any], dict[str, Tensor]]:
     infos.append((name, tuple(reversed(dims)), r.scalar("<I"), r.scalar("<Q")))
   align = kv.get("general.alignment", 32)
   if not isinstance(align, int) or align <= 0: raise _bad(fn, f"bad general.alignment {align!r}")
-  data_start, tensors = round_up(r.pos, align), {}
-  for name, shape, ggml_type, off in infos:
-    if ggml_type not in _GGML_BLOCKS: raise _bad(fn, f"tensor {name!r} has GGML type {ggml_type}; F32, F16, Q4_0, Q4_1, Q8_0, Q6_K are supported")
-    bsz, bbytes = _GGML_BLOCKS[ggml_type]
-    n = prod(shape)
-    if n % bsz: raise _bad(fn, f"tensor {name!r} of {n} elements is not a whole number of {bsz}-element blocks")
-    start, nbytes = data_start + off, n // bsz * bbytes
-    if n > 1 << 48 or start + nbytes > size: raise _bad(fn, f"tensor {name!r} at offset {off} ({nbytes} bytes) runs past the end of the file")
-    data = t[start:start+nbytes].to(Device.DEFAULT) if nbytes else Tensor.empty(0, dtype=dtypes.uint8)
-    tensors[name] = ggml_data_to_tensor(data, n, ggml_type).reshape(shape) if n else Tensor.empty(*shape)
-  return kv, tensors
+  return kv, infos, round_up(r.pos, align)
 
