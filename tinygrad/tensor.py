@@ -6,7 +6,7 @@ from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_
 from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_np_dtype, _from_np_dtype
 from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts import it from here
 from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop
 from tinygrad.device import Device
@@ -23,6 +23,55 @@ class EmptyReduceError(builtins.IndexError, ValueError): pass  # torch: IndexErr
 # every live Tensor, so a realize can point all of them at the buffers it produced (weak: the registry never keeps a Tensor alive)
 all_tensors: dict[weakref.ref[Tensor], None] = {}
 def _drop_tensor(ref:weakref.ref[Tensor]) -> None: all_tensors.pop(ref, None)
+
+# UOps of tensors that require grad (weak: a graph that dies drops out), and UOps known to reach none of them
+_grad_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()
+_no_grad_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()
+def _reaches_grad(u:UOp) -> bool:
+  """Like PyTorch, a result requires grad when a float path not cut by DETACH reaches a tensor that requires grad (breadth first: the
+  nearest tensors are usually the ones that decide)."""
+  if not _grad_uops: return False
+  queue, seen, i = [u], {u}, 0
+  while i < len(queue):
+    x, i = queue[i], i+1
+    if x in _grad_uops: return True
+    if x.op is Ops.DETACH or x in _no_grad_uops or not dtypes.is_float(x.dtype.scalar()): continue
+    for s in x.src:
+      if s not in seen: seen.add(s); queue.append(s)
+  _no_grad_uops[u] = None
+  return False
+
+def _kernelless_view(uop:UOp, dtype:DType|None=None) -> UOp|None:
+  """A device that runs no kernels (DISK) still slices, reshapes and bitcasts: a contiguous range of its buffer becomes a sub-buffer
+  (a new BUFFER UOp over a Buffer view), which copies out like any buffer. None on devices that run kernels."""
+  if uop.base.op is not Ops.BUFFER or not isinstance(dev := uop.device, str) or Device[dev].runtime is not None: return None
+  from tinygrad.uop.ops import buffers
+  from tinygrad.shape.view import strides_for_shape
+  v, dt = uop.st.views[-1], dtype or uop.dtype
+  if len(uop.st.views) != 1 or v.mask is not None or not all_int(v.shape) or not isinstance(v.offset, int) or \
+     any(st != cs for st, cs, n in zip(v.strides, strides_for_shape(v.shape), v.shape) if n != 1):
+    raise RuntimeError(f"{dev} runs no kernels: only a contiguous range of its buffer can be viewed, got shape {v.shape} strides {v.strides}")
+  nbytes = prod(v.shape) * uop.dtype.itemsize
+  shape = v.shape if dt.itemsize == uop.dtype.itemsize else v.shape[:-1] + (v.shape[-1] * uop.dtype.itemsize // dt.itemsize,)
+  new = UOp.new_buffer(dev, nbytes // dt.itemsize, dt)
+  buffers[new] = uop.base.buffer.view(nbytes // dt.itemsize, dt, v.offset * uop.dtype.itemsize).ensure_allocated()
+  return new.reshape(shape)
+
+class _TensorMeta(type):
+  # Tensor.no_grad is tinygrad's class flag (`Tensor.no_grad = True`) and also torch's context manager (`with Tensor.no_grad():`)
+  _no_grad = False
+  @property
+  def no_grad(cls) -> _NoGrad: return _NoGrad(_TensorMeta._no_grad)
+  @no_grad.setter
+  def no_grad(cls, value:bool) -> None: _TensorMeta._no_grad = bool(value)
+
+class _NoGrad(contextlib.ContextDecorator):
+  """`with Tensor.no_grad():` or @Tensor.no_grad(): results made in the block don't require grad; bool(Tensor.no_grad) is the flag."""
+  def __init__(self, state:bool, mode:bool=True): self.state, self.mode, self.prev = state, mode, False
+  def __bool__(self) -> bool: return self.state
+  def __call__(self, fn:Any=None) -> Any: return _NoGrad(self.state) if fn is None else super().__call__(fn)
+  def __enter__(self): self.prev, _TensorMeta._no_grad = _TensorMeta._no_grad, self.mode
+  def __exit__(self, *exc:Any): _TensorMeta._no_grad = self.prev
 
 def _apply_map_to_tensors(becomes_map:dict[UOp, UOp]) -> None:
   if not becomes_map: return
@@ -146,9 +195,9 @@ def _flat_to_pairs(padding:Sequence[int], ndim:int) -> tuple[tuple[int, int], ..
 _OP_NAMES = {Ops.ADD: "add", Ops.MUL: "mul", Ops.MAX: "maximum", Ops.CMPLT: "comparison", Ops.CMPNE: "comparison", Ops.CMPEQ: "comparison",
              Ops.AND: "bitwise_and", Ops.OR: "bitwise_or", Ops.XOR: "bitwise_xor", Ops.SHL: "lshift", Ops.SHR: "rshift"}
 
-class Tensor(MathTrait):
+class Tensor(MathTrait, metaclass=_TensorMeta):
   """A lazy, multi-dimensional array. Operations build a UOp graph; `realize()`, `numpy()`, `tolist()` ... run it."""
-  __slots__ = ("uop", "requires_grad", "grad", "__weakref__")
+  __slots__ = ("_uop", "_requires_grad", "is_leaf", "grad", "__weakref__")
   training: ClassVar[bool] = False
   # numpy defers to our reflected operators (np.float32(2) * t) instead of turning the Tensor into an object array
   __array_ufunc__ = None
@@ -159,7 +208,7 @@ class Tensor(MathTrait):
       if dt is not None and dt != data.dtype: raise ValueError(f"Tensor of a UOp of dtype {data.dtype} can't take dtype {dt}; cast it instead")
       if device is not None and _canonical(device) != data.device:
         raise ValueError(f"Tensor of a UOp on {data.device} can't be put on {device}; use .to()")
-      uop = data
+      uop = view if data.op in GroupOp.Movement and (view := _kernelless_view(data)) is not None else data
     elif isinstance(data, Tensor):
       uop = data.uop.cast(dt) if dt is not None else data.uop
       if device is not None and (dev := _canonical(device)) != uop.device:
@@ -184,12 +233,34 @@ class Tensor(MathTrait):
         uop = _buffer_uop(_pack(flat, dt), shape, dt, dev)
       else:
         raise TypeError(f"can't make a Tensor from {type(data).__name__}: expected a UOp, Python scalar, nested list, bytes, numpy array or None")
-    self.uop: UOp = uop
-    self.requires_grad: bool|None = requires_grad
+    # a result of ops on tensors that require grad requires grad too (a non-leaf); under no_grad it is cut from their graph
+    self._requires_grad, self.is_leaf = requires_grad, True
+    if requires_grad is None and isinstance(data, UOp) and _reaches_grad(uop):
+      if _TensorMeta._no_grad: uop = uop.detach()
+      else: self._requires_grad, self.is_leaf = True, False
+    self._uop = uop
+    if requires_grad: self.requires_grad = True
+    elif self._requires_grad: _grad_uops[uop] = None
     self.grad: Tensor|None = None  # autograd fills this in
     all_tensors[weakref.ref(self, _drop_tensor)] = None
 
   # ***** properties *****
+
+  @property
+  def uop(self) -> UOp: return self._uop
+  @uop.setter
+  def uop(self, uop:UOp) -> None:
+    self._uop = uop
+    if self._requires_grad: _grad_uops[uop] = None
+  @property
+  def requires_grad(self) -> bool|None: return self._requires_grad
+  @requires_grad.setter
+  def requires_grad(self, value:bool|None) -> None:
+    # set by the user, the tensor is a leaf again (backward fills its .grad)
+    self._requires_grad, self.is_leaf = value, True
+    if value:
+      _grad_uops[self._uop] = None
+      _no_grad_uops.clear()
 
   @property
   def lazydata(self) -> UOp: return self.uop
@@ -446,6 +517,7 @@ class Tensor(MathTrait):
     """Reinterpret the bits. A dtype of another size changes the last dim, like numpy's view."""
     dt = to_dtype(dtype)
     if self.dtype == dt: return self
+    if (view := _kernelless_view(self.uop, dt)) is not None: return Tensor(view)
     if (new_size := dt.itemsize) == (old_size := self.dtype.itemsize): return Tensor(self.uop.bitcast(dt))
     if self.dtype == dtypes.bool or dt == dtypes.bool: raise TypeError(f"can't bitcast {self.dtype} to {dt}: bool has no bit layout")
     if not self.shape or (new_size > old_size and self.shape[-1] * old_size % new_size != 0):
@@ -2577,6 +2649,13 @@ class Tensor(MathTrait):
     def __init__(self, mode:bool=True): self.mode, self.prev = mode, False
     def __enter__(self): self.prev, Tensor.training = Tensor.training, self.mode
     def __exit__(self, *exc:Any): Tensor.training = self.prev
+  class test(contextlib.ContextDecorator):
+    """`with Tensor.test():` (or @Tensor.test()) evaluates: Tensor.training off and no_grad on for the block"""
+    def __init__(self, mode:bool=True): self.mode, self.prev = mode, (False, False)
+    def __enter__(self):
+      self.prev = (Tensor.training, _TensorMeta._no_grad)
+      Tensor.training, _TensorMeta._no_grad = not self.mode and Tensor.training, self.mode
+    def __exit__(self, *exc:Any): Tensor.training, _TensorMeta._no_grad = self.prev
 
   def float(self) -> Tensor: return self.cast(dtypes.float32)
   def half(self) -> Tensor: return self.cast(dtypes.float16)

@@ -22,6 +22,13 @@ class DiskAllocator(Allocator[DiskBuffer]):
   def _copyout(self, dest:memoryview, src:DiskBuffer) -> None: dest[:] = src._buf()
   def _offset(self, buf:DiskBuffer, size:int, offset:int) -> DiskBuffer: return DiskBuffer(buf.device, size, buf.offset+offset)
 
+class NoKernelsRenderer:
+  """DISK runs no kernels: anything asking it to render one gets a clear error (slices, reshapes and bitcasts are buffer views instead)."""
+  def __init__(self, device:str): self.device = device
+  def __getattr__(self, name:str):
+    raise RuntimeError(f"{self.device} can't run kernels: move the tensor to a compute device with .to() first (it can only slice, reshape, "
+                       "bitcast and copy)")
+
 class DiskDevice(Compiled):
   """DISK:/path/to/file maps the file into memory; a Buffer on it reads and writes the file's bytes. It can't run kernels."""
   def __init__(self, device:str):
@@ -29,7 +36,7 @@ class DiskDevice(Compiled):
       raise ValueError(f"a disk device needs a file name, like DISK:/path/file, got {device!r}")
     self.filename, self.size, self.count, self.readonly = device[len("DISK:"):], 0, 0, False
     self.mem: mmap.mmap|bytearray = bytearray()
-    super().__init__(device, DiskAllocator(self), None, None, None)
+    super().__init__(device, DiskAllocator(self), NoKernelsRenderer(device), None, None)
   def _might_open(self, size:int) -> None:
     self.count += 1
     if self.count > 1:

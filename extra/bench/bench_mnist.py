@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The beautiful_mnist CNN's training step (Adam, batch BS=512) in tinygrad (under TinyJit) and the same model in PyTorch, in one run:
+steps/s of each and the ratio. Random uint8 images stand in for MNIST (the speed doesn't depend on the pixels).
+Usage: python3 extra/bench/bench_mnist.py   (env: BS=512, STEPS=10 timed steps after 3 warm-up steps, TORCH_THREADS=all cores)"""
+import os, sys, time
+import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+from beautiful_mnist import Model
+from tinygrad import Tensor, TinyJit, Device, dtypes, nn
+from tinygrad.helpers import getenv
+
+BS, STEPS = getenv("BS", 512), getenv("STEPS", 10)
+
+def batches(rng:np.random.Generator):
+  while True: yield rng.integers(0, 256, (BS, 1, 28, 28), dtype=np.uint8), rng.integers(0, 10, (BS,), dtype=np.int32)
+
+def steps_per_s(step, make_inputs, warmup:int=3) -> float:
+  for _ in range(warmup): step(*make_inputs())
+  inputs = [make_inputs() for _ in range(STEPS)]
+  st = time.perf_counter()
+  for x in inputs: step(*x)
+  return STEPS / (time.perf_counter() - st)
+
+def bench_tinygrad(data) -> float:
+  model = Model()
+  opt = nn.optim.Adam(nn.state.get_parameters(model))
+  @TinyJit
+  @Tensor.train()
+  def step(x:Tensor, y:Tensor) -> Tensor:
+    opt.zero_grad()
+    loss = model(x).sparse_categorical_crossentropy(y).backward()
+    opt.step()
+    return loss.realize()
+  def inputs():
+    x, y = next(data)
+    return Tensor(x).realize(), Tensor(y).realize()
+  ret = steps_per_s(lambda x, y: step(x, y).item(), inputs)
+  assert step(*inputs()).dtype == dtypes.float32
+  return ret
+
+def bench_torch(data) -> float:
+  import torch
+  torch.set_num_threads(getenv("TORCH_THREADS", os.cpu_count() or 1))
+  model = torch.nn.Sequential(
+    torch.nn.Conv2d(1, 32, 5), torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 5), torch.nn.ReLU(), torch.nn.BatchNorm2d(32), torch.nn.MaxPool2d(2),
+    torch.nn.Conv2d(32, 64, 3), torch.nn.ReLU(), torch.nn.Conv2d(64, 64, 3), torch.nn.ReLU(), torch.nn.BatchNorm2d(64), torch.nn.MaxPool2d(2),
+    torch.nn.Flatten(1), torch.nn.Linear(576, 10))
+  opt = torch.optim.Adam(model.parameters())
+  model.train()
+  def step(x, y):
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x.float() / 255.0), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+  def inputs():
+    x, y = next(data)
+    return torch.from_numpy(x), torch.from_numpy(y).long()
+  return steps_per_s(step, inputs)
+
+if __name__ == "__main__":
+  ours, theirs = bench_tinygrad(batches(np.random.default_rng(0))), bench_torch(batches(np.random.default_rng(0)))
+  print(f"MNIST CNN training step, batch {BS}, {STEPS} timed steps, tinygrad on {Device.DEFAULT}, torch on CPU ({os.cpu_count()} cores here)")
+  print(f"| {'framework':10s} | {'steps/s':>8s} | {'ratio vs torch':>14s} |")
+  print(f"|{'-'*12}|{'-'*10}|{'-'*16}|")
+  print(f"| {'tinygrad':10s} | {ours:8.2f} | {ours/theirs:13.2f}x |")
+  print(f"| {'torch':10s} | {theirs:8.2f} | {1.0:13.2f}x |")

@@ -1,0 +1,16 @@
+# CI smoke test of examples/beautiful_mnist.py on the offline MNIST subset: a few jitted Adam steps must already beat chance clearly
+import os, pathlib, re, subprocess, sys
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+MNIST_DIR = next((p for p in (REPO.parent / "shared/datasets/mnist", REPO.parents[1] / "shared/datasets/mnist") if p.is_dir()), None)
+
+@pytest.mark.skipif(MNIST_DIR is None, reason="no shared/datasets/mnist beside the clone")
+def test_beautiful_mnist_smoke():
+  env = {**os.environ, "MNIST_DIR": str(MNIST_DIR), "STEPS": "5", "BS": "64", "EVAL_BS": "500", "PYTHONPATH": str(REPO)}
+  out = subprocess.run([sys.executable, str(REPO / "examples/beautiful_mnist.py")], env=env, capture_output=True, text=True, timeout=900)
+  assert out.returncode == 0, out.stderr[-3000:]
+  m = re.search(r"final loss: ([\d.]+), test accuracy: ([\d.]+)% on 2000 images", out.stdout)
+  assert m is not None, out.stdout
+  loss, acc = float(m.group(1)), float(m.group(2))
+  assert loss < 2.0 and acc > 25.0, out.stdout   # chance is 10% and a loss of 2.3
