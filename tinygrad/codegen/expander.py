@@ -93,7 +93,9 @@ def expand(sink:UOp, vector_width:int=0) -> UOp:
       if (base := lane_base(u.src[0], assign)) is not None: return UOp(Ops.LOAD, u.dtype.vec(vaxis[1]), (base,))
       lane_assigns = [{**assign, vaxis[0]: i} for i in range(vaxis[1])]
       return UOp(Ops.VECTORIZE, u.dtype.vec(vaxis[1]), tuple(u.replace(src=tuple(get(s, a) for s in u.src)) for a in lane_assigns))
-    if u.op in VECTOR_ALU_OPS and u.dtype in VECTOR_ALU_DTYPES and any(s in vectorized for s in u.src):
+    # a loaded value cast to a vector dtype (half stored, float computed) starts vectors too: its lanes are loaded one by one
+    starts = u.op is Ops.CAST and u.src[0].op is Ops.LOAD
+    if u.op in VECTOR_ALU_OPS and u.dtype in VECTOR_ALU_DTYPES and (starts or any(s in vectorized for s in u.src)):
       return UOp(u.op, u.dtype.vec(vaxis[1]), tuple(vget(s, assign) for s in u.src), u.arg)
     if u.op is Ops.REDUCE and u.src[0] in vectorized and u.src[0].op is not Ops.WMMA: return reduce_of(u, assign, vget)
     if u.op is Ops.STORE and u.src[1] in vectorized and u.src[0].op is Ops.INDEX and (base := lane_base(u.src[0], assign)) is not None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from typing import Callable, Any
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, sym_infer, sint
 from tinygrad.helpers import prod
 from tinygrad.dtype import DType, dtypes
@@ -66,9 +66,10 @@ class ProgramSpec:
     local_size = [int(sym_infer(s, var_vals)) for s in self.local_size] if self.local_size is not None else None
     return global_size, local_size
 
-# what renderers with vector_alu_lanes compute on whole vectors: these float ops (the expander vectorizes them, the renderer prints them)
-VECTOR_ALU_OPS = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC}
-VECTOR_ALU_DTYPES = (dtypes.float32, dtypes.float64)
+# what renderers with vector_alu_lanes take as whole vectors: the expander vectorizes every ALU op, CAST and BITCAST of these dtypes (the
+# emulated 16/8-bit floats stay per lane), decompositions keep them vectors, the renderer prints what its vectors do directly, the rest per lane
+VECTOR_ALU_OPS = {*GroupOp.ALU, Ops.CAST, Ops.BITCAST}
+VECTOR_ALU_DTYPES = (dtypes.bool, *dtypes.ints, dtypes.float32, dtypes.float64)
 
 class Renderer:
   """What a device's code generator supports, and how it prints a linear program."""
