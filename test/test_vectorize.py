@@ -146,6 +146,8 @@ def test_binary_vector(name, dt, cc, monkeypatch):
 INT_CASES = {
   "shifts_bits": (lambda i: ((i << 3) ^ (i >> 2)) | (i & 0x55), lambda i: ((i << 3) ^ (i >> 2)) | (i & 0x55)),
   "int_arith": (lambda i: i * 3 - i + 17, lambda i: i * 3 - i + 17), "neg": (lambda i: -i, lambda i: -i),
+  "to_bool_and_back": (lambda i: (i & 3).cast(dtypes.bool).where(i, (i & 3).logical_not().cast(i.dtype) * 5),
+                       lambda i: np.where((i & 3).astype(bool), i, np.logical_not(i & 3).astype(i.dtype) * 5)),
   "to_float_and_back": (lambda i: (i.cast(dtypes.float32) * 0.5).cast(i.dtype), lambda i: (i.astype(np.float32) * 0.5).astype(i.dtype)),
   "to_double": (lambda i: i.cast(dtypes.float64) / 3, lambda i: i.astype(np.float64) / 3),
   "bitcast_roundtrip": (lambda i: (i.bitcast(dtypes.float32) * 1.0).bitcast(dtypes.int32) if i.dtype == dtypes.int32 else i + 0,

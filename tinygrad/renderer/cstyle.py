@@ -531,9 +531,10 @@ class ClangRenderer(CStyleLanguage):
   def render_cast_uop(self, ctx:CStyleCtx, x:UOp) -> str:
     src, dt = x.src[0], x.dtype
     if dt.count == 1 or isinstance(dt, PtrDType) or dt.scalar() in self.storage_types: return super().render_cast_uop(ctx, x)
+    if dt.scalar() == dtypes.bool and src.dtype.scalar() not in self.storage_types:
+      return self._mask(f"({ctx.r[src]}!={self.render_const(0, src.dtype)})", src.dtype)
     if src.dtype.scalar() != dtypes.bool and self.value_dtype(src.dtype) == self.value_dtype(dt): return ctx.r[src]   # e.g. half -> float
     if src.dtype.scalar() in self.storage_types: return super().render_cast_uop(ctx, x)
-    if dt.scalar() == dtypes.bool: return self._mask(f"({ctx.r[src]}!={self.render_const(0, src.dtype)})", src.dtype)
     # a mask's -1 is a bool's 1
     return f"__builtin_convertvector({'-' if src.dtype.scalar() == dtypes.bool else ''}{ctx.r[src]}, {self.render_dtype(dt)})"
 
