@@ -209,3 +209,14 @@ def test_int_sum_vector_accumulator():
   p, _ = _run(si, [Opt(OptOps.UNROLL, 0, 16)])
   assert "int16 acc" in p.src, p.src
   np.testing.assert_equal((Tensor(a).sum(1)).numpy(), a.sum(1, dtype=np.int32))
+
+@pytest.mark.parametrize("op", ["any", "all"])
+def test_bool_vector_accumulator(op):
+  # any/all over an unrolled axis: a mask accumulator (int lanes of -1/0), stored as 0/1 bools
+  a = _F[:256].reshape(16, 16)
+  si = _kernel(getattr(Tensor(a).realize() > 0.5, op)(1))
+  p = get_program(si.ast, Device["CPU"].renderer, [Opt(OptOps.UNROLL, 0, 16)])
+  bufs = [b.ensure_allocated() for b in si.bufs]
+  CompiledRunner(p)([bufs[i] for i in p.globals], {}, wait=True)
+  assert "int16 acc" in p.src, p.src
+  np.testing.assert_array_equal(np.frombuffer(bytes(bufs[0].as_buffer()), dtype=np.bool_), getattr(a > 0.5, op)(1))

@@ -5,7 +5,7 @@ from typing import Any, Callable, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate, DTYPES_DICT
-from tinygrad.renderer import Renderer, VECTOR_ALU_OPS
+from tinygrad.renderer import Renderer, ALL_VECTOR_ALU_OPS, ALL_VECTOR_ALU_DTYPES
 from tinygrad.helpers import prod
 from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, metal_tcs, intel_tcs
 
@@ -458,6 +458,7 @@ class ClangRenderer(CStyleLanguage):
   has_shared = False
   has_threads = True
   vector_alu_lanes = 32
+  vector_alu_ops, vector_alu_dtypes = ALL_VECTOR_ALU_OPS, ALL_VECTOR_ALU_DTYPES
   global_max = None
   supports_float4 = True
   buffer_restrict = " restrict"
@@ -526,7 +527,7 @@ class ClangRenderer(CStyleLanguage):
       return self.code_for_op[x.op](*ops, dtype=dt)
     return None
   def render_alu(self, ctx:CStyleCtx, x:UOp) -> str:
-    if x.dtype.count > 1 and x.op in VECTOR_ALU_OPS and (ret := self._vector_alu(x, [ctx.r[s] for s in x.src])) is not None: return ret
+    if x.dtype.count > 1 and (ret := self._vector_alu(x, [ctx.r[s] for s in x.src])) is not None: return ret
     return super().render_alu(ctx, x)
   def render_cast_uop(self, ctx:CStyleCtx, x:UOp) -> str:
     src, dt = x.src[0], x.dtype
