@@ -377,6 +377,17 @@ def _nonzero_const(u:UOp) -> bool:
 # ***** CPU: C compiled by clang or gcc *****
 
 _C_HELPERS: dict[str, str] = {
+  # vector trunc: clang's builtin (one instruction); else (gcc has none, libm's is scalar) below 2**mantissa_bits through an int and back
+  # with x's sign, x itself above
+  "__TG_VTRUNC": """#ifdef __has_builtin
+#if __has_builtin(__builtin_elementwise_trunc)
+#define __TG_VTRUNC(F, I, SIGN, BIG, x) __builtin_elementwise_trunc(x)
+#endif
+#endif
+#ifndef __TG_VTRUNC
+#define __TG_VTRUNC(F, I, SIGN, BIG, x) ({ const I m_ = (((F)((I)(x)&~SIGN))<BIG); \\
+  const F t_ = __builtin_convertvector(__builtin_convertvector((F)((I)(x)&m_), I), F); (F)((((I)t_|((I)(x)&SIGN))&m_)|((I)(x)&~m_)); })
+#endif""",
   "__half_to_f32": """static inline float __half_to_f32(unsigned short h) {
 #ifdef __FLT16_MAX__
   union { unsigned short u; _Float16 f; } c = {h}; return (float)c.f;
@@ -494,6 +505,7 @@ class ClangRenderer(CStyleLanguage):
       base, sz = self.render_dtype(dt.scalar()), dt.scalar().itemsize
       ret.append(f"typedef {base} {dt.name} __attribute__((aligned({sz}), vector_size({_next_pow2(dt.count)*sz})));")
     used = {st for u in uops for d in (u.dtype, *(s.dtype for s in u.src)) if (st := self.storage_types.get(d.base.scalar())) is not None}
+    if any(u.op is Ops.TRUNC and u.dtype.count > 1 for u in uops): ret.append(_C_HELPERS["__TG_VTRUNC"])
     return ret + [_C_HELPERS[fn] for st in sorted(used) for fn in st[1:]]
   # *** GNU C vectors: one SIMD instruction per op instead of lane-by-lane expressions ***
   def _mask(self, cmp:str, operand:DType) -> str:
@@ -506,11 +518,9 @@ class ClangRenderer(CStyleLanguage):
     if not mask_fits and self.value_dtype(dt).scalar().itemsize != 4: m = f"__builtin_convertvector({m}, {bits})"
     return f"(({self.render_dtype(dt)})((({bits}){a}&{m})|(({bits}){b}&~{m})))"
   def _trunc(self, a:str, dt:DType) -> str:
-    # libm's trunc is scalar (gcc calls it per lane): below 2**mantissa_bits through an int and back with a's sign, else a itself
     f, i, sdt = self.render_dtype(dt), self.render_dtype(_int_like(dt)), dt.scalar()
     sign, big = self.render_const(-2**(8*sdt.itemsize-1), _int_like(sdt)), self.render_const(2.0**dtypes.finfo(sdt)[1], sdt)
-    return (f"({{ const {i} m = ((({f})(({i}){a}&~{sign}))<{big}); const {f} t = __builtin_convertvector(__builtin_convertvector(({f})(({i}){a}&m), "
-            f"{i}), {f}); ({f})(((({i})t|(({i}){a}&{sign}))&m)|(({i}){a}&~m)); }})")
+    return f"__TG_VTRUNC({f}, {i}, {sign}, {big}, {a})"
   def _vector_alu(self, x:UOp, ops:list[str]) -> str|None:
     dt, sdt = x.dtype, x.src[-1].dtype
     if any(d.scalar() in self.storage_types for d in (dt, *(s.dtype for s in x.src))): return None
