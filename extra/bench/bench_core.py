@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """First-light benchmark: this library against numpy (and torch when installed) in one run, on the default device.
-Usage: python3 extra/bench/bench_core.py [--quick]"""
-import sys, time, statistics
+Usage: python3 extra/bench/bench_core.py [--quick] [--elementwise]  (--elementwise: only the elementwise table)"""
+import os, sys, time, statistics
 import numpy as np
 from tinygrad import Tensor, Device, Context
 from tinygrad.helpers import GlobalCounters
@@ -78,4 +78,31 @@ def main():
   latn = statistics.median([best(lambda: pn + qn, reps=1) for _ in range(200)])
   print(f"| {'(a+b).realize(), 4 floats':34s} | {lat*1e3:10.3f} ms      | {latn*1e3:10.3f} ms      (numpy) |       |")
 
-if __name__ == "__main__": main()
+def elementwise():
+  """Elementwise ops on 4096x1024 fp32 against torch eager (same threads), GB/s counting the read and the write."""
+  try:
+    import torch
+    torch.set_num_threads(os.cpu_count() or 1)
+  except ImportError: torch = None
+  rng = np.random.default_rng(0)
+  shape = (1024, 1024) if QUICK else (4096, 1024)
+  xn = rng.standard_normal(shape, dtype=np.float32)
+  x, xt = Tensor(xn).realize(), (torch.from_numpy(xn) if torch else None)
+  nbytes = 2 * xn.nbytes
+  cases = [("exp", Tensor.exp, "exp"), ("sigmoid", Tensor.sigmoid, "sigmoid"), ("tanh", Tensor.tanh, "tanh"), ("gelu", Tensor.gelu, "gelu"),
+           ("log(abs)", lambda v: v.abs().log(), lambda v: v.abs().log()), ("relu", Tensor.relu, "relu"), ("sin", Tensor.sin, "sin"),
+           ("gelu(x)*2+1, fused", lambda v: v.gelu()*2+1, lambda v: torch.nn.functional.gelu(v)*2+1),
+           ("softmax(-1)", lambda v: v.softmax(-1), lambda v: v.softmax(-1)), ("layernorm(-1)", lambda v: v.layernorm(), None)]
+  print(f"\nelementwise {shape[0]}x{shape[1]} fp32, GB/s (read + write), {os.cpu_count()} threads")
+  print(f"| {'op':22s} | {'ours':>7s} | {'torch':>7s} | {'ratio':>6s} |")
+  print("|" + "|".join("-"*(w+2) for w in (22, 7, 7, 6)) + "|")
+  for name, ours, ref in cases:
+    t = tg_time(lambda: ours(x))
+    if torch and ref is None: ref = lambda v: torch.nn.functional.layer_norm(v, v.shape[-1:])  # noqa: E731
+    tfx = (lambda v: getattr(torch, ref)(v) if name != "gelu" else torch.nn.functional.gelu(v)) if isinstance(ref, str) else ref
+    tt = best(lambda: tfx(xt)) if torch else float("nan")
+    print(f"| {name:22s} | {nbytes/t/1e9:7.1f} | {nbytes/tt/1e9:7.1f} | {tt/t:5.2f}x |")
+
+if __name__ == "__main__":
+  if "--elementwise" not in sys.argv: main()
+  elementwise()

@@ -40,7 +40,7 @@ def full_rewrite_to_sink(ast:UOp, opts:Renderer|None=None) -> UOp:
   if opts is None: opts = Renderer()   # as in tinygrad: no renderer means the generic one (no device ops beyond the basics)
   from tinygrad.uop.symbolic import sym
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
-  sink = lower_group_reduces(expand(lower(ast, opts), opts.vector_alu_lanes))
+  sink = lower_group_reduces(expand(lower(ast, opts), opts.vector_alu_lanes, opts.vector_alu_ops, opts.vector_alu_dtypes))
   sink = graph_rewrite(sink, sym + pm_cleanup_gates)
   # accumulators before the device rewrites, so acc + a*b can become one MULACC (and acc + WMMA the WMMA's own accumulate)
   sink = graph_rewrite(sink, pm_reduce_to_acc + pm_wmma_acc, itertools.count())

@@ -1,7 +1,7 @@
 # upcast and unroll axes live in registers: every node that depends on such an axis is copied once per lane, with the lane index
 # as a constant. Hash-consing shares whatever doesn't depend on the lane. A REDUCE over an unrolled axis combines its lanes before
 # accumulating. On a renderer with vector ALUs one upcast axis (the one most loads and stores walk contiguously) becomes real vectors
-# instead: its float loads, arithmetic, accumulators and stores are single vector nodes (a contiguous group of lanes is one vector
+# instead: its loads, ALU ops, casts, accumulators and stores (float, int, bool) are single vector nodes (a contiguous group of lanes is one vector
 # load or store, any other a gather), values that don't depend on it are broadcast, and the rest stays per-lane scalars.
 # A tensor core reduce arrives as REDUCE(WMMA(a, b, 0)) with a scalar WMMA that stands for the sum over its K lanes: per combination of the
 # other lanes it becomes one vector WMMA whose operands gather the lanes of a and b its arg names, and C's lanes are GEPs of it (of a
@@ -11,6 +11,7 @@ import itertools
 from tinygrad.uop import Ops
 from typing import Callable
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
+from tinygrad.dtype import DType
 from tinygrad.renderer import VECTOR_ALU_DTYPES, VECTOR_ALU_OPS
 
 def _combine(op:Ops, vals:list[UOp]) -> UOp:
@@ -33,7 +34,7 @@ def _step(idx:UOp, axis:tuple[int, int], placeholders:list[UOp]) -> int|None:
   def at(v:int) -> UOp: return idx.substitute({p: UOp.const(p.dtype, v if p.arg == axis else 0) for p in placeholders})
   return _offset(at(1), at(0))
 
-def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], width:int) -> tuple[int, int]|None:
+def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], width:int, vdts:tuple[DType, ...]) -> tuple[int, int]|None:
   """The upcast axis that becomes vectors: the one most float loads and stores walk with stride 1 (a power of two <= width lanes)."""
   reduced = {s.arg for u in topo if u.op is Ops.REDUCE for s in u.src[1:] if s.op is Ops.UNROLL}
   if any(u.op is Ops.WMMA for u in topo): return None
@@ -41,7 +42,7 @@ def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], w
   cands = [p.arg for p in placeholders if 2 <= p.arg[1] <= width and p.arg[1] & (p.arg[1]-1) == 0]
   score = dict.fromkeys(cands, 0)
   for u in topo:
-    if u.op not in (Ops.LOAD, Ops.STORE) or (u.dtype if u.op is Ops.LOAD else u.src[1].dtype) not in VECTOR_ALU_DTYPES: continue
+    if u.op not in (Ops.LOAD, Ops.STORE) or (u.dtype if u.op is Ops.LOAD else u.src[1].dtype) not in vdts: continue
     idx = u.src[0].src[1]
     for a in cands:
       if a in lanes[idx] and _step(idx, a, placeholders) == 1: score[a] += 1
@@ -49,8 +50,8 @@ def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], w
   best = max(cands, key=lambda a: (score[a] > 0, a not in reduced, score[a], a[1]), default=None)
   return best if best is not None and score[best] > 0 else None
 
-def expand(sink:UOp, vector_width:int=0) -> UOp:
-  """vector_width: the most lanes of one vector (0: no vectors, every lane a scalar copy)."""
+def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdts:tuple[DType, ...]=VECTOR_ALU_DTYPES) -> UOp:
+  """vector_width: the most lanes of one vector (0: no vectors, every lane a scalar copy); vops/vdts: the ops and dtypes vectors take."""
   topo = list(sink.toposort())
   if not any(u.op is Ops.UNROLL for u in topo): return sink
   lanes: dict[UOp, tuple[tuple[int, int], ...]] = {}   # the (axis, size) lanes a node's value depends on
@@ -66,7 +67,7 @@ def expand(sink:UOp, vector_width:int=0) -> UOp:
       lanes[u] = tuple(sorted(ls))
   made: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
   def get(u:UOp, assign:dict[int, int]) -> UOp: return made[(u, tuple(assign[a] for a, _ in lanes[u]))]
-  vaxis = _vector_axis(topo, lanes, vector_width) if vector_width > 1 else None
+  vaxis = _vector_axis(topo, lanes, vector_width, vdts) if vector_width > 1 else None
   vmade: dict[tuple[UOp, tuple[int, ...]], UOp] = {}   # vectorized nodes: their vector per combination of the other lanes
   def vget(u:UOp, assign:dict[int, int]) -> UOp:
     assert vaxis is not None
@@ -89,11 +90,13 @@ def expand(sink:UOp, vector_width:int=0) -> UOp:
   def vectorize(u:UOp, assign:dict[int, int]) -> UOp|None:
     """the vector node of u for these other lanes, or None where u stays per-lane scalars"""
     assert vaxis is not None
-    if u.op is Ops.LOAD and u.dtype in VECTOR_ALU_DTYPES and u.src[0].op is Ops.INDEX:
+    if u.op is Ops.LOAD and u.dtype in vdts and u.src[0].op is Ops.INDEX:
       if (base := lane_base(u.src[0], assign)) is not None: return UOp(Ops.LOAD, u.dtype.vec(vaxis[1]), (base,))
       lane_assigns = [{**assign, vaxis[0]: i} for i in range(vaxis[1])]
       return UOp(Ops.VECTORIZE, u.dtype.vec(vaxis[1]), tuple(u.replace(src=tuple(get(s, a) for s in u.src)) for a in lane_assigns))
-    if u.op in VECTOR_ALU_OPS and u.dtype in VECTOR_ALU_DTYPES and any(s in vectorized for s in u.src):
+    # a loaded value cast to a vector dtype (half stored, float computed) starts vectors too: its lanes are loaded one by one
+    starts = u.op is Ops.CAST and u.src[0].op is Ops.LOAD
+    if u.op in vops and u.dtype in vdts and (starts or any(s in vectorized for s in u.src)):
       return UOp(u.op, u.dtype.vec(vaxis[1]), tuple(vget(s, assign) for s in u.src), u.arg)
     if u.op is Ops.REDUCE and u.src[0] in vectorized and u.src[0].op is not Ops.WMMA: return reduce_of(u, assign, vget)
     if u.op is Ops.STORE and u.src[1] in vectorized and u.src[0].op is Ops.INDEX and (base := lane_base(u.src[0], assign)) is not None:

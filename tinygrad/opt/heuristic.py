@@ -59,6 +59,12 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
       _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
     if isinstance(rs, int) and rs >= 32 and (amt := _largest_divisor(rs, (4, 2) if opts else (16, 8, 4))) is not None:
       _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, amt), opts)
+  # elementwise with vector ALUs: the innermost axis, walked contiguously (or broadcast) by every view, gets a SIMD register's lanes,
+  # so the body (transcendental polynomials too) is vector code whether or not the C compiler would vectorize the loop (gcc -O2 doesn't)
+  if not reduce_axes and not opts and k.opts.vector_alu_lanes and global_axes and isinstance(s := k.full_shape[global_axes[-1]], int):
+    width = k.opts.simd_bytes // max((u.dtype.itemsize for u in k.ast.toposort() if u.op is Ops.LOAD), default=4)
+    if all(st.real_strides()[global_axes[-1]] in (0, 1) for st in k.sts) and (amt := _largest_divisor(s, (width, 8, 4))) is not None:
+      _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
   # big kernels run their outermost global axis on every core
   if k.opts.has_threads and (threads := cpu_threads()) > 1 and prod(k.full_shape) >= THREAD_MIN_WORK.value:
     if (g := k.axes_of(AxisType.GLOBAL)):

@@ -2,7 +2,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from typing import Callable, Any
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, sym_infer, sint
 from tinygrad.helpers import prod
 from tinygrad.dtype import DType, dtypes
@@ -66,9 +66,12 @@ class ProgramSpec:
     local_size = [int(sym_infer(s, var_vals)) for s in self.local_size] if self.local_size is not None else None
     return global_size, local_size
 
-# what renderers with vector_alu_lanes compute on whole vectors: these float ops (the expander vectorizes them, the renderer prints them)
-VECTOR_ALU_OPS = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC}
+# what renderers with vector_alu_lanes compute on whole vectors by default: these float ops (the expander vectorizes them, the renderer
+# prints them). A renderer may widen the set (Renderer.vector_alu_ops/_dtypes): the C renderer takes every ALU op, CAST and BITCAST
+VECTOR_ALU_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC})
 VECTOR_ALU_DTYPES = (dtypes.float32, dtypes.float64)
+ALL_VECTOR_ALU_OPS = frozenset({*GroupOp.ALU, Ops.CAST, Ops.BITCAST})
+ALL_VECTOR_ALU_DTYPES = (dtypes.bool, *dtypes.ints, dtypes.float32, dtypes.float64)
 
 class Renderer:
   """What a device's code generator supports, and how it prints a linear program."""
@@ -79,6 +82,8 @@ class Renderer:
   has_shared: bool = True
   has_threads: bool = False    # kernels are split over host threads (a CPU): the outermost global axis may run on a thread pool
   vector_alu_lanes: int = 0    # > 0: float arithmetic on vectors of up to this many lanes renders as whole-vector code (codegen/expander.py)
+  vector_alu_ops: frozenset[Ops] = VECTOR_ALU_OPS          # the ops and dtypes the expander makes vectors (with vector_alu_lanes)
+  vector_alu_dtypes: tuple[DType, ...] = VECTOR_ALU_DTYPES
   simd_bytes: int = 16         # the width of one vector register (a device may measure its host and set this)
   # the most workgroups / threads per workgroup per launch dimension (dim 0 first); None: no limit. codegen refuses a kernel over them
   global_max: tuple[int, ...]|None = (2**31-1,) * 3

@@ -5,7 +5,7 @@ from typing import Any, Callable, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate, DTYPES_DICT
-from tinygrad.renderer import Renderer, VECTOR_ALU_OPS, VECTOR_ALU_DTYPES
+from tinygrad.renderer import Renderer, ALL_VECTOR_ALU_OPS, ALL_VECTOR_ALU_DTYPES
 from tinygrad.helpers import prod
 from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, metal_tcs, intel_tcs
 
@@ -75,7 +75,7 @@ class CStyleCtx:
     if u.op is Ops.CONST: return self.ren.render_const(u.arg, u.dtype.scalar())
     if u.op is Ops.VCONST: return self.ren.render_const(u.arg[i], u.dtype.scalar())
     if u.op is Ops.VECTORIZE: return self.r[u.src[i]]
-    return self.ren.render_lane(self.r[u], i)
+    return self.ren.render_lane(self.r[u], i) if u.dtype.scalar() != dtypes.bool else self.ren.render_bool_lane(self.r[u], i)
 
 def _render_range(ctx:CStyleCtx, x:UOp) -> str:
   ctx.r[x] = nm = ctx.fixed_name(f"ridx{x.arg}")
@@ -226,6 +226,7 @@ class CStyleLanguage(Renderer):
   def render_vectorize(self, lanes:list[str], dt:DType) -> str:
     return self.float4.replace("float4", self.render_dtype(dt)) + ",".join(lanes) + self.float4_close
   def render_lane(self, expr:str, i:int) -> str: return f"{expr}[{i}]"
+  def render_bool_lane(self, expr:str, i:int) -> str: return self.render_lane(expr, i)
   def render_cast(self, expr:str, from_dt:DType, to_dt:DType) -> str:
     if (st := self.storage_types.get(to_dt)) is not None: return f"{st[1]}({st[2]}((float)({expr})))"
     return f"(({self.render_dtype(to_dt)})({expr}))"
@@ -252,7 +253,7 @@ class CStyleLanguage(Renderer):
     if (st := self.storage_types.get(elem)) is not None:
       val = f"{st[1]}(*{addr})" if cnt == 1 else self.render_vectorize([f"{st[1]}({addr}[{i}])" for i in range(cnt)], x.dtype)
     elif cnt == 1: val = f"(*{addr})"
-    elif cnt & (cnt-1) == 0: val = self.render_vload(addr, buf, x.dtype)
+    elif cnt & (cnt-1) == 0 and elem != dtypes.bool: val = self.render_vload(addr, buf, x.dtype)
     else: val = self.render_vectorize([f"{addr}[{i}]" for i in range(cnt)], x.dtype)
     if (gate := mem_gate(x)) is None: return val
     alt = ctx.r[a] if (a := load_alt(x)) is not None else self.render_const(0, x.dtype)
@@ -264,7 +265,7 @@ class CStyleLanguage(Renderer):
     if (st := self.storage_types.get(elem)) is not None:
       stmt = f"*{addr} = {st[2]}({v});" if cnt == 1 else " ".join(f"{addr}[{i}] = {st[2]}({ctx.lane(val, i)});" for i in range(cnt))
     elif cnt == 1: stmt = f"*{addr} = {v};"
-    elif cnt & (cnt-1) == 0: stmt = self.render_vstore(addr, buf, v, val.dtype)
+    elif cnt & (cnt-1) == 0 and elem != dtypes.bool: stmt = self.render_vstore(addr, buf, v, val.dtype)
     else: stmt = " ".join(f"{addr}[{i}] = {ctx.lane(val, i)};" for i in range(cnt))
     return f"if ({ctx.r[gate]}) {{ {stmt} }}" if (gate := mem_gate(x)) is not None else stmt
   # a whole vector at an element's address (the expander makes them where lanes are consecutive)
@@ -379,6 +380,17 @@ def _nonzero_const(u:UOp) -> bool:
 # ***** CPU: C compiled by clang or gcc *****
 
 _C_HELPERS: dict[str, str] = {
+  # vector trunc: clang's builtin (one instruction); else (gcc has none, libm's is scalar) below 2**mantissa_bits through an int and back
+  # with x's sign, x itself above
+  "__TG_VTRUNC": """#ifdef __has_builtin
+#if __has_builtin(__builtin_elementwise_trunc)
+#define __TG_VTRUNC(F, I, SIGN, BIG, x) __builtin_elementwise_trunc(x)
+#endif
+#endif
+#ifndef __TG_VTRUNC
+#define __TG_VTRUNC(F, I, SIGN, BIG, x) ({ const I m_ = (((F)((I)(x)&~SIGN))<BIG); \\
+  const F t_ = __builtin_convertvector(__builtin_convertvector((F)((I)(x)&m_), I), F); (F)((((I)t_|((I)(x)&SIGN))&m_)|((I)(x)&~m_)); })
+#endif""",
   "__half_to_f32": """static inline float __half_to_f32(unsigned short h) {
 #ifdef __FLT16_MAX__
   union { unsigned short u; _Float16 f; } c = {h}; return (float)c.f;
@@ -454,6 +466,10 @@ def _storage_helpers(ren:CStyleLanguage, uops:list[UOp]) -> list[str]:
   used = {st for u in uops for d in (u.dtype, *(s.dtype for s in u.src)) if (st := ren.storage_types.get(d.base.scalar())) is not None}
   return [_C_HELPERS[fn] for st in sorted(used) for fn in st[1:]]
 
+_VEC_NUM_OPS = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.MULACC}
+_VEC_INT_OPS = {Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}
+def _int_like(dt:DType) -> DType: return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[dt.scalar().itemsize].vec(dt.count)
+
 class ClangRenderer(CStyleLanguage):
   """C for the CPU device: one function over plain pointers, vectors as GCC vector extensions, half and bfloat16 stored as 16-bit ints."""
   device = "CPU"
@@ -461,6 +477,7 @@ class ClangRenderer(CStyleLanguage):
   has_shared = False
   has_threads = True
   vector_alu_lanes = 32
+  vector_alu_ops, vector_alu_dtypes = ALL_VECTOR_ALU_OPS, ALL_VECTOR_ALU_DTYPES
   global_max = None
   supports_float4 = True
   buffer_restrict = " restrict"
@@ -480,19 +497,64 @@ class ClangRenderer(CStyleLanguage):
                  Ops.SQRT: _c_math("sqrt"), Ops.TRUNC: _c_math("trunc"),
                  Ops.MOD: lambda a, b, dtype: _c_math("fmod")(a, b, dtype=dtype) if dtypes.is_float(dtype) else f"({a}%{b})",
                  Ops.RECIP: lambda a, dtype: f"({'1.0' if dtype.scalar() == dtypes.float64 else '1.0f'}/{a})"}
+  def value_dtype(self, dt:DType) -> DType:
+    # a bool vector is a mask of int lanes, -1 or 0, as GNU C vector compares give and bitwise selects take
+    return dtypes.int32.vec(dt.count) if dt.count > 1 and dt.scalar() == dtypes.bool else super().value_dtype(dt)
+  def render_bool_lane(self, expr:str, i:int) -> str: return f"({expr}[{i}]&1)"
+  def render_vectorize(self, lanes:list[str], dt:DType) -> str:
+    return super().render_vectorize([f"-({x})" for x in lanes] if dt.scalar() == dtypes.bool else lanes, dt)
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:
     ret: list[str] = []
-    vecs = {self.value_dtype(d) for u in uops for d in (u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype,) if d.count > 1}
+    vecs = {self.value_dtype(d) for u in uops for d in (u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype, *(s.dtype for s in u.src))
+            if d.count > 1}
+    vecs |= {_int_like(d) for d in vecs}   # the bits of a vector in a select or a bitcast
     for dt in sorted(vecs):
       # vector_size (not ext_vector_type) so gcc compiles it too; aligned to the element so any element address can be cast to it
-      base, sz = "unsigned char" if dt.scalar() == dtypes.bool else self.render_dtype(dt.scalar()), dt.scalar().itemsize
+      base, sz = self.render_dtype(dt.scalar()), dt.scalar().itemsize
       ret.append(f"typedef {base} {dt.name} __attribute__((aligned({sz}), vector_size({_next_pow2(dt.count)*sz})));")
+    if any(u.op is Ops.TRUNC and u.dtype.count > 1 for u in uops): ret.append(_C_HELPERS["__TG_VTRUNC"])
     return ret + _storage_helpers(self, uops)
+  # *** GNU C vectors: one SIMD instruction per op instead of lane-by-lane expressions ***
+  def _mask(self, cmp:str, operand:DType) -> str:
+    # a vector compare gives lanes as wide as its operands: bool vectors are int lanes
+    if self.value_dtype(operand).scalar().itemsize == 4: return cmp
+    return f"__builtin_convertvector({cmp}, {self.render_dtype(dtypes.int32.vec(operand.count))})"
+  def _select(self, m:str, a:str, b:str, dt:DType, mask_fits:bool=False) -> str:
+    # m ? a : b on the bits (C has no vector ?: in gcc or clang); the -1/0 mask is resized to the lanes unless it fits already
+    bits = self.render_dtype(_int_like(self.value_dtype(dt)))
+    if not mask_fits and self.value_dtype(dt).scalar().itemsize != 4: m = f"__builtin_convertvector({m}, {bits})"
+    return f"(({self.render_dtype(dt)})((({bits}){a}&{m})|(({bits}){b}&~{m})))"
+  def _trunc(self, a:str, dt:DType) -> str:
+    f, i, sdt = self.render_dtype(dt), self.render_dtype(_int_like(dt)), dt.scalar()
+    sign, big = self.render_const(-2**(8*sdt.itemsize-1), _int_like(sdt)), self.render_const(2.0**dtypes.finfo(sdt)[1], sdt)
+    return f"__TG_VTRUNC({f}, {i}, {sign}, {big}, {a})"
+  def _vector_alu(self, x:UOp, ops:list[str]) -> str|None:
+    dt, sdt = x.dtype, x.src[-1].dtype
+    if any(d.scalar() in self.storage_types for d in (dt, *(s.dtype for s in x.src))): return None
+    if sdt.scalar() == dtypes.bool and x.op in GroupOp.Comparison:
+      return {Ops.CMPNE: "({0}^{1})", Ops.CMPEQ: "(~({0}^{1}))", Ops.CMPLT: "(~{0}&{1})"}[x.op].format(*ops)
+    if x.op in GroupOp.Comparison: return self._mask(self.code_for_op[x.op](*ops, dtype=sdt), sdt)
+    if x.op is Ops.WHERE: return self._select(ops[0], ops[1], ops[2], dt)
+    if dt.scalar() == dtypes.bool:
+      op = _BOOL_OPS.get(x.op, x.op)
+      return f"(~{ops[0]})" if op is Ops.NEG else self.code_for_op[op](*ops, dtype=dt) if op in (Ops.AND, Ops.OR, Ops.XOR) else None
+    if x.op is Ops.MAX: return self._select(f"({ops[1]}>{ops[0]})", ops[1], ops[0], dt, mask_fits=True)
+    if x.op is Ops.TRUNC and dtypes.is_float(dt): return self._trunc(ops[0], dt)
+    if x.op in (Ops.FDIV, Ops.RECIP) or x.op in _VEC_INT_OPS and dtypes.is_int(dt) or x.op in _VEC_NUM_OPS:
+      return self.code_for_op[x.op](*ops, dtype=dt)
+    return None
   def render_alu(self, ctx:CStyleCtx, x:UOp) -> str:
-    # GNU vector arithmetic: one SIMD instruction per op instead of lane-by-lane expressions
-    if x.dtype.count > 1 and x.op in VECTOR_ALU_OPS and x.dtype.scalar() in VECTOR_ALU_DTYPES:
-      return self.code_for_op[x.op](*[ctx.r[s] for s in x.src], dtype=x.dtype)
+    if x.dtype.count > 1 and (ret := self._vector_alu(x, [ctx.r[s] for s in x.src])) is not None: return ret
     return super().render_alu(ctx, x)
+  def render_cast_uop(self, ctx:CStyleCtx, x:UOp) -> str:
+    src, dt = x.src[0], x.dtype
+    if dt.count == 1 or isinstance(dt, PtrDType) or dt.scalar() in self.storage_types: return super().render_cast_uop(ctx, x)
+    if dt.scalar() == dtypes.bool and src.dtype.scalar() not in self.storage_types:
+      return self._mask(f"({ctx.r[src]}!={self.render_const(0, src.dtype)})", src.dtype)
+    if src.dtype.scalar() != dtypes.bool and self.value_dtype(src.dtype) == self.value_dtype(dt): return ctx.r[src]   # e.g. half -> float
+    if src.dtype.scalar() in self.storage_types: return super().render_cast_uop(ctx, x)
+    # a mask's -1 is a bool's 1
+    return f"__builtin_convertvector({'-' if src.dtype.scalar() == dtypes.bool else ''}{ctx.r[src]}, {self.render_dtype(dt)})"
 
 # ***** GPU dialects (rendered here, compiled and run by their runtimes) *****
 
@@ -525,7 +587,7 @@ class OpenCLRenderer(CStyleLanguage):
   def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str: return f"vstore{dt.count}({v}, 0, {addr});"
   def render_alu(self, ctx:CStyleCtx, x:UOp) -> str:
     # OpenCL C computes on its vector types as a whole
-    if x.dtype.count > 1 and x.op in VECTOR_ALU_OPS and x.dtype.scalar() in VECTOR_ALU_DTYPES:
+    if x.dtype.count > 1 and x.op in self.vector_alu_ops and x.dtype.scalar() in self.vector_alu_dtypes:
       return self.code_for_op[x.op](*[ctx.r[s] for s in x.src], dtype=x.dtype)
     return super().render_alu(ctx, x)
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:

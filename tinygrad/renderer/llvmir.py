@@ -5,7 +5,7 @@ import math, struct
 from typing import Any, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
-from tinygrad.dtype import DType, PtrDType, dtypes, truncate
+from tinygrad.dtype import DType, DTYPES_DICT, PtrDType, dtypes, truncate
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.cstyle import with_sources, index_of, buffer_of, mem_gate, load_alt, _nonzero_const, _EXACT_OPS, _BOOL_OPS
 
@@ -273,6 +273,7 @@ class LLVMRenderer(Renderer):
   has_shared = False
   has_threads = True
   vector_alu_lanes = 32
+  dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d not in dtypes.fp8s)   # no fp8 conversions in this renderer
   global_max = None
   supports_float4 = True
   # the ops written out above; the rest (exp2, log2, sin, pow, threefry ...) are decomposed before rendering
