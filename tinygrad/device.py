@@ -267,7 +267,7 @@ class Compiled:
   """A device: where its buffers live (allocator), how kernels are printed (renderer, which also declares what the device can do), compiled
   (compiler) and launched (program), and optionally a graph runner class that batches launches (graph, used by TinyJit; True picks the
   engine's generic GraphRunner, a batch of plain host calls, so a runtime never imports the engine).
-  A storage-only device (DISK) has no renderer and no program."""
+  A storage-only device (DISK, NPY) has no program (and no renderer that renders)."""
   computes: bool = True   # False where kernels are made but run nowhere (NULL): results are not real
   def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, program:ProgramFactory|None, graph:Any=None):
     self.device, self.allocator, self.compiler, self.program, self.graph = device, allocator, compiler or Compiler(), program, graph
@@ -276,7 +276,7 @@ class Compiled:
   def runtime(self) -> ProgramFactory|None: return self.program   # the old name
   def supports_dtype(self, dtype:DType) -> bool:
     """Whether the device holds and computes dtype: its renderer says; a storage-only device holds every dtype as bytes."""
-    return self.renderer is None or self.renderer.supports_dtype(dtype)
+    return self.program is None or self.renderer.supports_dtype(dtype)
   def synchronize(self) -> None:
     """Waits until all work queued on the device has finished. Synchronous devices have nothing to wait for."""
 
@@ -295,7 +295,7 @@ if __name__ == "__main__":
   def selftest(name:str) -> str:
     mod = importlib.import_module(f"tinygrad.runtime.ops_{name.lower()}")
     dev = TheDevice[getattr(mod, "selftest_device", lambda: name)()]
-    if dev.renderer is None:
+    if dev.program is None:
       buf = TheBuffer(dev.device, 4, dtypes.uint8).allocate().copyin(memoryview(bytearray(b"tiny")))
       return "" if bytes(buf.as_buffer()) == b"tiny" else "a buffer doesn't read back what was written"
     out = (Tensor([1.0, 2.0, 3.0], device=dev.device) * 2 + 1).tolist()

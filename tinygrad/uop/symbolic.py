@@ -186,7 +186,8 @@ def no_wrap(fxn):
   """fxn (a rule that regroups the sum x) only where x is computed without wrapping around, and only if its result's constants fit the dtype:
   int32 maths wraps like numpy's (x+10 < 5 holds for x = 2**31-1)"""
   def rule(x:UOp, **kw) -> UOp|None:
-    if x.dtype.count == 1 and not (dtypes.min(x.dtype) <= (r := _min_max_unchecked(x))[0] and r[1] <= dtypes.max(x.dtype)): return None
+    # a vector's bounds are unknown (-inf, inf): vector int values (the C renderer's) never regroup
+    if not (dtypes.min(x.dtype.scalar()) <= (r := _min_max_unchecked(x))[0] and r[1] <= dtypes.max(x.dtype.scalar())): return None
     if (ret := fxn(x=x, **kw)) is None: return None
     return ret if all(dtypes.min(u.dtype) <= u.arg <= dtypes.max(u.dtype) for u in ret.toposort() if u.op is Ops.CONST and u.dtype in ints) else None
   return rule
