@@ -70,6 +70,7 @@ class OnnxRunner:
     self.model = model if isinstance(model, ModelProto) else onnx_load(model, load_external_data=load_external_data)
     if self.model.graph is None: raise ValueError("the model has no graph")
     self.graph, self.device = self.model.graph, device
+    self.attr_cache: dict[int, tuple[Any, Any]] = {}   # id(attribute) -> (attribute, its value)
     self.opsets = self.model.opsets
     self.functions = {(f.domain, f.name): f for f in self.model.functions}
     self.initializers: dict[str, Any] = {t.name: to_value(t, device) for t in self.graph.initializer}
@@ -148,8 +149,15 @@ class OnnxRunner:
     for a in node.attribute:
       if a.ref_attr_name:
         if fn_attrs is not None and a.ref_attr_name in fn_attrs: attrs[a.name] = fn_attrs[a.ref_attr_name]
-      else: attrs[a.name] = attribute_value(a, self.device)
+      else: attrs[a.name] = self.attribute(a)
     return attrs
+
+  def attribute(self, a: Any) -> Any:
+    # made once and realized: a Constant's value is then a constant to TinyJit too, readable (shapes, axes) inside a jitted call
+    if (v := self.attr_cache.get(id(a))) is None:
+      self.attr_cache[id(a)] = v = (a, attribute_value(a, self.device))
+      if isinstance(v[1], Tensor): v[1].realize()
+    return v[1]
 
   def run_node(self, node: NodeProto, ins: list[Any], fn_attrs: dict[str, Any]|None, opsets: dict[str, int], env: Any) -> tuple:
     domain = "" if node.domain == "ai.onnx" else node.domain

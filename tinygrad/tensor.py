@@ -352,12 +352,18 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     """The elements in row-major order, read back from a realized contiguous buffer (realizing one first if needed)."""
     if self.numel() == 0: return memoryview(b"")
     from tinygrad.engine.realize import capturing, JitError
-    if capturing:  # a value read while TinyJit captures would be stale in every replay
+    if capturing and not self._same_in_every_replay():  # a value read while TinyJit captures would be stale in every replay
       raise JitError("TinyJit: tensor data (.numpy(), .item(), .tolist()) read inside a jitted function; return the Tensor and read it outside")
     t = self
     if not (t.uop.is_realized and t._is_plain_buffer()): t = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()
     if not t._is_plain_buffer(): raise RuntimeError(f"realize left {t.uop.op} over {t.uop.base.op}, expected a BUFFER with only RESHAPEs on top")
     return t.uop.base.buffer.as_buffer()
+  def _same_in_every_replay(self) -> bool:
+    # realized data that no kernel of the capture touches and no input of the jit holds (a constant, a weight read for its shape)
+    from tinygrad.engine.realize import capturing, capturing_inputs
+    if not (self.uop.is_realized and self._is_plain_buffer()): return False
+    buf = self.uop.base.buffer.base
+    return all(b is None or b.base is not buf for ei in capturing[-1] for b in ei.bufs) and all(b.base is not buf for b in capturing_inputs[-1])
   def _is_plain_buffer(self) -> bool:
     u = self.uop
     while u.op is Ops.RESHAPE: u = u.src[0]

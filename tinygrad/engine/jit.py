@@ -8,7 +8,7 @@ from tinygrad.dtype import DType
 from tinygrad.shape.shapetracker import ShapeTracker
 from tinygrad.helpers import DEBUG, JIT, JITBEAM, Context, colored
 from tinygrad.renderer import Estimates
-from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, JitError, capturing
+from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, JitError, capturing, capturing_inputs
 from tinygrad.engine.memory import memory_planner
 
 ReturnType = TypeVar("ReturnType")
@@ -153,13 +153,14 @@ class TinyJit(Generic[ReturnType]):
       return ret
     self.jit_cache = []
     capturing.append(self.jit_cache)
+    capturing_inputs.append(in_bufs)
     try:
       # JITBEAM searches the captured kernels (get_runner keys on BEAM, so they compile anew)
       with Context(BEAM=JITBEAM.value) if JITBEAM >= 1 else contextlib.nullcontext():
         ret = self.fxn(*args, **kwargs)
         outs = [(n, x) for n, x in _flatten("output", ret, []) if isinstance(x, Tensor)]
         if outs: Tensor.realize(*[x for _, x in outs])
-    finally: capturing.pop()
+    finally: capturing.pop(), capturing_inputs.pop()
     self._finish_capture(signature, in_bufs, var_vals, outs)
     self.ret, self.cnt = ret, 2
     return ret

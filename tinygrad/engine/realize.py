@@ -120,6 +120,7 @@ def lower_schedule(schedule:list[ScheduleItem]) -> Generator[tuple[ScheduleItem,
 
 # while a TinyJit captures, every ExecItem run is appended to the innermost list here
 capturing: list[list[ExecItem]] = []
+capturing_inputs: list[list[Buffer]] = []   # the input buffers of each jit that captures
 
 class JitError(RuntimeError):
   """A TinyJit call that a replay would get wrong; the message says what changed."""
