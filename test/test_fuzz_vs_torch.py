@@ -9,7 +9,7 @@ from tinygrad import Tensor
 torch = pytest.importorskip("torch")
 from extra.fuzz_vs_torch import fuzz, KNOWN_BUGS_OPEN  # noqa: E402
 
-CASES_PER_CHUNK = {"CPU": 6, "LLVM": 4, "GPU": 2, "PYTHON": 25}   # about 60 s on CPU and PYTHON; LLVM and PoCL compile every kernel
+CASES_PER_CHUNK = {"CPU": 6, "LLVM": 4, "GPU": 2, "REMOTE": 4, "PYTHON": 25}   # about 60 s on CPU and PYTHON; LLVM and PoCL compile every kernel
 
 @pytest.mark.parametrize("chunk", range(4))
 def test_fuzz_vs_torch(device, chunk):
