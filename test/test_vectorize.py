@@ -220,3 +220,11 @@ def test_bool_vector_accumulator(op):
   CompiledRunner(p)([bufs[i] for i in p.globals], {}, wait=True)
   assert "int16 acc" in p.src, p.src
   np.testing.assert_array_equal(np.frombuffer(bytes(bufs[0].as_buffer()), dtype=np.bool_), getattr(a > 0.5, op)(1))
+
+@pytest.mark.parametrize("dt", [np.int32, np.int64])
+def test_int_vector_floordiv_mod_by_powers_of_two(dt):
+  # division by 2**k becomes shifts; the sign shift must be the lane's width minus 1, not the whole vector's (a 255-bit shift was UB)
+  a = np.array([-9, -8, -5, -4, -3, -1, 0, 1, 3, 4, 5, 9, -2**20, 2**20, -7, 7], dtype=dt)
+  for d in (2, 4, -2, -8):
+    np.testing.assert_array_equal((Tensor(a) // d).numpy(), a // d, err_msg=f"// {d}")
+    np.testing.assert_array_equal((Tensor(a) % d).numpy(), a % d, err_msg=f"% {d}")

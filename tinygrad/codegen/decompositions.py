@@ -71,13 +71,13 @@ def _pow2(c:UOp) -> int|None:
 def _idiv_pow2(x:UOp, c:UOp) -> UOp|None:
   if (k := _pow2(c)) is None: return None
   if dtypes.is_unsigned(x.dtype) or x.dtype.count == 1 and x.vmin >= 0: q = x >> k
-  else: q = (x + ((x >> (x.dtype.itemsize*8 - 1)) & ((1 << k) - 1))) >> k   # arithmetic shifts floor, so bias negative x up by 2**k-1
+  else: q = (x + ((x >> (x.dtype.scalar().itemsize*8 - 1)) & ((1 << k) - 1))) >> k   # arithmetic shifts floor, so bias negative x up by 2**k-1
   return -q if c.arg < 0 else q
 
 def _mod_pow2(x:UOp, c:UOp) -> UOp|None:
   if (k := _pow2(c)) is None: return None
   if dtypes.is_unsigned(x.dtype) or x.dtype.count == 1 and x.vmin >= 0: return x & ((1 << k) - 1)
-  return x - ((x + ((x >> (x.dtype.itemsize*8 - 1)) & ((1 << k) - 1))) & -(1 << k))   # C's remainder takes the dividend's sign
+  return x - ((x + ((x >> (x.dtype.scalar().itemsize*8 - 1)) & ((1 << k) - 1))) & -(1 << k))   # C's remainder takes the dividend's sign
 
 def _shr_lowered(x:UOp, c:UOp) -> UOp|None:
   if not isinstance(c.arg, int) or c.arg < 0: return None
