@@ -55,13 +55,8 @@ def evaluate(model:Model, xs:bytes, ys:bytes, bs:int) -> float:
       correct += sum(p == y for p, y in zip(pred, ys[n - n % bs:]))
   return 100.0 * correct / n
 
-if __name__ == "__main__":
-  Tensor.manual_seed(getenv("SEED", 42))
-  xs, ys, xt, yt = load_data()
-  model = Model()
-  opt = nn.optim.Adam(nn.state.get_parameters(model))
-  BS, STEPS = getenv("BS", 512), getenv("STEPS", 70)
-
+def make_train_step(model:Model, opt:nn.optim.Optimizer):
+  """One jitted optimizer step on a batch (uint8 images, int labels): the loss, realized. extra/bench/bench_mnist.py times the same step."""
   @TinyJit
   @Tensor.train()
   def train_step(x:Tensor, y:Tensor) -> Tensor:
@@ -69,6 +64,15 @@ if __name__ == "__main__":
     loss = model(x).sparse_categorical_crossentropy(y).backward()
     opt.step()
     return loss.realize()
+  return train_step
+
+if __name__ == "__main__":
+  Tensor.manual_seed(getenv("SEED", 42))
+  xs, ys, xt, yt = load_data()
+  model = Model()
+  opt = nn.optim.Adam(nn.state.get_parameters(model))
+  BS, STEPS = getenv("BS", 512), getenv("STEPS", 70)
+  train_step = make_train_step(model, opt)
 
   data, st = batches(xs, ys, BS, random.Random(getenv("SEED", 42))), time.perf_counter()
   for i in (t := trange(STEPS)):

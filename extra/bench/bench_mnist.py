@@ -5,8 +5,8 @@ Usage: python3 extra/bench/bench_mnist.py   (env: BS=512, STEPS=10 timed steps a
 import os, sys, time
 import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-from beautiful_mnist import Model
-from tinygrad import Tensor, TinyJit, Device, dtypes, nn
+from beautiful_mnist import Model, make_train_step
+from tinygrad import Tensor, Device, dtypes, nn
 from tinygrad.helpers import getenv
 
 BS, STEPS = getenv("BS", 512), getenv("STEPS", 10)
@@ -23,14 +23,7 @@ def steps_per_s(step, make_inputs, warmup:int=3) -> float:
 
 def bench_tinygrad(data) -> float:
   model = Model()
-  opt = nn.optim.Adam(nn.state.get_parameters(model))
-  @TinyJit
-  @Tensor.train()
-  def step(x:Tensor, y:Tensor) -> Tensor:
-    opt.zero_grad()
-    loss = model(x).sparse_categorical_crossentropy(y).backward()
-    opt.step()
-    return loss.realize()
+  step = make_train_step(model, nn.optim.Adam(nn.state.get_parameters(model)))
   def inputs():
     x, y = next(data)
     return Tensor(x).realize(), Tensor(y).realize()
