@@ -607,6 +607,12 @@ class CUDARenderer(CStyleLanguage):
   smem_prefix = "__shared__ __align__(16) "
   barrier = "__syncthreads();"
   float4 = "make_float4("
+  def __init__(self, arch:str="sm_80"):
+    # mma.sync m16n8k16 (half and bfloat16 in) needs sm_80: older archs get no tensor cores
+    self.arch = arch
+    self.tensor_cores = cuda_tcs if int("".join(c for c in arch[3:] if c.isdigit()) or 0) >= 80 else []
+  def __reduce__(self): return self.__class__, (self.arch,)
+  def __repr__(self): return f"{type(self).__name__}({self.arch!r})"
   code_for_workitem = {"g": lambda d: f"blockIdx.{'xyz'[d]}", "l": lambda d: f"threadIdx.{'xyz'[d]}",
                        "i": lambda d: f"(blockIdx.{'xyz'[d]}*blockDim.{'xyz'[d]}+threadIdx.{'xyz'[d]})"}
   type_map = {dtypes.bfloat16: "nv_bfloat16"}

@@ -1,0 +1,64 @@
+"""Cross-compiling while running: with CROSS_COMPILE=CUDA:sm_80,PTX:sm_90 (targets from runtime/support/targets.py), every kernel the engine
+lowers for a device is also optimized, rendered and compiled for each target, and nothing of that runs. Each result is one JSON line in the
+file CROSS_COMPILE_LOG names (many test processes may append to it); summarize() counts them per target and groups failures by reason.
+`python -m tinygrad.device --compile TARGETS` runs the op suite this way and prints the summary."""
+from __future__ import annotations
+import hashlib, json, os, re
+from collections import defaultdict
+from tinygrad.uop.ops import UOp
+from tinygrad.device import Compiler
+from tinygrad.helpers import Context, getenv
+from tinygrad.renderer import Renderer
+from tinygrad.codegen.program import get_program
+from tinygrad.runtime.support.targets import parse_targets
+
+_made: dict[tuple[str, str], tuple[Renderer, Compiler]|str] = {}
+_seen: set[tuple[str, str, UOp]] = set()
+
+def reason_of(e:Exception) -> str:
+  """One line that groups failures of one cause: the compiler's first error line without file names, line numbers or kernel names."""
+  lines = str(e).split("\nsource:\n")[0].splitlines()
+  line = next((x for x in lines[1:] if re.search(r"error", x, re.I)), lines[0] if lines else "")
+  line = re.sub(r"\S*(kernel\.ptx|<kernel>\.cu)\S*|line \d+;?|\(\d+\)", "", line)
+  return f"{type(e).__name__}: {' '.join(re.sub(r'[rE]_[0-9_n]+', 'K', line).split())}"[:200]
+
+def cross_compile(ast:UOp, spec:str, log:str) -> None:
+  for target, arch in parse_targets(spec):
+    if (target.name, arch, ast) in _seen: continue
+    _seen.add((target.name, arch, ast))
+    if (made := _made.get((target.name, arch))) is None:
+      try: made = _made[(target.name, arch)] = (target.renderer(arch), target.compiler(arch))
+      except Exception as e: made = _made[(target.name, arch)] = f"{type(e).__name__}: {e}".splitlines()[0]
+    rec: dict = {"target": f"{target.name}:{arch}", "kernel": hashlib.sha256(str(ast).encode()).hexdigest()[:16]}
+    try:
+      if isinstance(made, str): raise RuntimeError(made)
+      renderer, compiler = made
+      # the target's own heuristics pick the opts (its locals, tensor cores, upcasts); BEAM would need the hardware to time on
+      with Context(BEAM=0): prg = get_program(ast, renderer)
+      rec |= {"name": prg.name, "kernel": hashlib.sha256(prg.src.encode()).hexdigest()[:16]}
+      rec["bytes"] = len(compiler.compile_cached(prg.src))
+    except Exception as e:
+      rec |= {"error": reason_of(e), "detail": str(e)[:4000]}
+      if getenv("CROSS_COMPILE_RAISE"): raise
+    with open(log, "a") as f: f.write(json.dumps(rec) + "\n")
+
+def summarize(log:str) -> tuple[str, int]:
+  """The summary text and the number of distinct kernels that failed, over every process that wrote to log."""
+  results: dict[str, dict[str, dict]] = defaultdict(dict)
+  if os.path.exists(log):
+    for line in open(log):
+      try: rec = json.loads(line)
+      except ValueError: continue
+      results[rec["target"]].setdefault(rec["kernel"], rec)
+  out, failed = ["target          kernels  compiled  failed"], 0
+  for target, recs in sorted(results.items()):
+    bad = [r for r in recs.values() if "error" in r]
+    failed += len(bad)
+    out.append(f"{target:15s} {len(recs):7d}  {len(recs)-len(bad):8d}  {len(bad):6d}")
+  for target, recs in sorted(results.items()):
+    by_reason: dict[str, list[dict]] = defaultdict(list)
+    for r in recs.values():
+      if "error" in r: by_reason[r["error"]].append(r)
+    for reason, rs in sorted(by_reason.items(), key=lambda x: -len(x[1])):
+      out.append(f"FAIL {target} x{len(rs)} {reason}  (e.g. {rs[0].get('name', rs[0]['kernel'])})")
+  return "\n".join(out), failed
