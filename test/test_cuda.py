@@ -1,0 +1,152 @@
+# CUDA without a GPU: NVRTC and ptxas compile what the CUDA C and PTX renderers make (tensor cores included), the cross-compile hook counts
+# every kernel per target, and the runtime says what is missing. The compiler tests skip where the `cuda` extra isn't installed.
+import json, subprocess, sys
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device, dtypes
+from tinygrad.device import CompileError, DeviceUnavailable
+from tinygrad.engine.realize import get_program
+from tinygrad.engine import cross
+from tinygrad.opt.kernel import Opt, OptOps
+from tinygrad.renderer.cstyle import CUDARenderer
+from tinygrad.renderer.ptx import PTXRenderer
+from tinygrad.runtime.support import compiler_cuda
+from tinygrad.runtime.support.compiler_cuda import NVRTCCompiler, PTXCompiler
+from tinygrad.runtime.support.targets import parse_targets, TARGETS
+
+def _have(fn) -> bool:
+  try: fn()
+  except DeviceUnavailable: return False
+  return True
+needs_nvrtc = pytest.mark.skipif(not _have(compiler_cuda.nvrtc), reason="needs NVRTC: pip install 'tinygrad[cuda]'")
+needs_ptxas = pytest.mark.skipif(not _have(compiler_cuda.ptxas), reason="needs ptxas: pip install 'tinygrad[cuda]'")
+
+def asts(*tensors:Tensor) -> list:
+  return [si.ast for t in tensors for si in t.schedule() if si.ast.op.name == "SINK"]
+
+def sample_kernels() -> list:
+  a, b = Tensor.rand(33, 17, device="CPU"), Tensor.rand(17, 9, device="CPU")
+  return asts(a @ b, a.exp().sum(1), (a > 0.5).where(a, -a).max(0), a.half().sum(), a.cast(dtypes.bfloat16) * 3, a.cast(dtypes.int8) // 3,
+              a.bitcast(dtypes.int32) >> 3, a.cast(dtypes.int64).cumsum(1), Tensor.arange(100, device="CPU").reshape(10, 10).argmax(1),
+              a.softmax(1), a.double().sqrt())
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_nvrtc_compiles_cuda_c(arch):
+  c = NVRTCCompiler(arch)
+  for ast in sample_kernels():
+    lib = c.compile(get_program(ast, CUDARenderer(arch)).src)
+    assert lib[:4] == b"\x7fELF"   # a cubin is an ELF file
+
+@needs_ptxas
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_ptxas_assembles_ptx_renderer(arch):
+  c = PTXCompiler(arch)
+  for ast in sample_kernels():
+    src = get_program(ast, PTXRenderer(arch)).src
+    assert f".target {arch}" in src and ".visible .entry" in src
+    assert c.compile(src)[:4] == b"\x7fELF"
+
+@needs_nvrtc
+@needs_ptxas
+@pytest.mark.parametrize("ren", [CUDARenderer, PTXRenderer])
+def test_tensor_cores_compile(ren):
+  # every CUDA tensor core, through mma.sync in each renderer, with an UNROLL so one thread runs two of them per K step
+  comp = NVRTCCompiler("sm_80") if ren is CUDARenderer else PTXCompiler("sm_80")
+  for i, tc in enumerate(ren("sm_80").tensor_cores):
+    n, m, k = tc.dims
+    a = Tensor(np.random.rand(m, 2*k).astype(np.float32), device="CPU").cast(tc.dtype_in).realize()
+    b = Tensor(np.random.rand(2*k, 2*n).astype(np.float32), device="CPU").cast(tc.dtype_in).realize()
+    ast = asts((a.reshape(m, 1, 2*k) * b.T.reshape(1, 2*n, 2*k)).sum(-1, dtype=tc.dtype_out))[-1]
+    p = get_program(ast, ren("sm_80"), [Opt(OptOps.TC, 0, (i, 0)), Opt(OptOps.UNROLL, 0, 2)])
+    assert "mma.sync.aligned" in p.src
+    assert comp.compile(p.src)[:4] == b"\x7fELF"
+
+def test_no_tensor_cores_before_sm80():
+  assert CUDARenderer("sm_75").tensor_cores == [] and PTXRenderer("sm_75").tensor_cores == []
+  assert CUDARenderer("sm_90").tensor_cores and PTXRenderer("sm_80").tensor_cores
+
+@needs_nvrtc
+def test_nvrtc_error_shows_numbered_source_and_log():
+  with pytest.raises(CompileError) as e: NVRTCCompiler("sm_80").compile('extern "C" __global__ void k(float *a) {\n  a[0] = undefined_thing;\n}')
+  msg = str(e.value)
+  assert "undefined_thing" in msg and "identifier" in msg and "   2   a[0] = undefined_thing;" in msg
+
+@needs_ptxas
+def test_ptxas_error_shows_numbered_source_and_log():
+  src = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n  bogus.instr %r0;\n  ret;\n}\n"
+  with pytest.raises(CompileError) as e: PTXCompiler("sm_90").compile(src)
+  assert "ptxas (sm_90)" in str(e.value) and "   6   bogus.instr %r0;" in str(e.value) and "   2 .target sm_90" in str(e.value)
+
+def test_bad_arch_refused():
+  for bad in ["gfx1100", "sm80", "80", "sm_8"]:
+    with pytest.raises(ValueError, match="sm_80"): PTXCompiler(bad)
+
+def test_missing_library_names_the_extra(monkeypatch):
+  monkeypatch.setattr(compiler_cuda, "_find", lambda *a: None)
+  compiler_cuda.nvrtc.cache_clear()
+  compiler_cuda.ptxas.cache_clear()
+  try:
+    with pytest.raises(DeviceUnavailable, match=r"libnvrtc.*tinygrad\[cuda\]"): compiler_cuda.nvrtc()
+    with pytest.raises(DeviceUnavailable, match=r"ptxas.*tinygrad\[cuda\]"): compiler_cuda.ptxas()
+  finally:
+    compiler_cuda.nvrtc.cache_clear()
+    compiler_cuda.ptxas.cache_clear()
+
+def test_cuda_device_without_driver_says_so():
+  try: Device["CUDA"]
+  except DeviceUnavailable as e: assert "no libcuda.so (NVIDIA driver)" in str(e)
+  else: pytest.skip("an NVIDIA driver is present")
+
+# ***** the cross-compile hook *****
+
+def test_parse_targets():
+  assert [(t.name, a) for t, a in parse_targets("CUDA:sm_86, ptx")] == [("CUDA", "sm_86"), ("PTX", "sm_80"), ("PTX", "sm_90")]
+  with pytest.raises(ValueError, match="known targets are"): parse_targets("VULKAN")
+  assert {"CUDA", "PTX"} <= set(TARGETS)
+
+def test_reason_groups_failures():
+  e1 = CompileError("ptxas (sm_80) failed:\nptxas /tmp/a/kernel.ptx, line 23; error   : Arguments mismatch for instruction 'setp'", "x")
+  e2 = CompileError("ptxas (sm_80) failed:\nptxas /tmp/b/kernel.ptx, line 7; error   : Arguments mismatch for instruction 'setp'", "y")
+  assert cross.reason_of(e1) == cross.reason_of(e2) == "CompileError: ptxas error : Arguments mismatch for instruction 'setp'"
+
+@needs_nvrtc
+@needs_ptxas
+def test_cross_compile_logs_every_kernel(tmp_path, monkeypatch):
+  log = str(tmp_path / "log.jsonl")
+  monkeypatch.setattr(cross, "_seen", set())
+  kernels = sample_kernels()
+  for ast in kernels: cross.cross_compile(ast, "CUDA:sm_80,PTX:sm_90", log)
+  for ast in kernels: cross.cross_compile(ast, "CUDA:sm_80,PTX:sm_90", log)   # seen ones are not compiled again
+  recs = [json.loads(x) for x in open(log)]
+  assert len(recs) == 2 * len(kernels) and all("error" not in r and r["bytes"] > 0 for r in recs)
+  text, failed = cross.summarize(log)
+  assert failed == 0 and "CUDA:sm_80" in text and "PTX:sm_90" in text
+
+def test_cross_compile_records_failures(tmp_path, monkeypatch):
+  # a target whose compiler can't be made: every kernel fails with that reason, and the run goes on
+  from tinygrad.runtime.support import targets
+  def broken(arch): raise DeviceUnavailable(f"no compiler for {arch}")
+  monkeypatch.setitem(targets.TARGETS, "BROKEN", targets.Target("BROKEN", lambda arch: CUDARenderer(arch), broken, ("sm_1",)))
+  monkeypatch.setattr(cross, "_seen", set())
+  log = str(tmp_path / "log.jsonl")
+  for ast in sample_kernels()[:3]: cross.cross_compile(ast, "BROKEN", log)
+  text, failed = cross.summarize(log)
+  assert failed == 3 and "FAIL BROKEN:sm_1 x3 RuntimeError: DeviceUnavailable: no compiler for sm_1" in text
+
+@needs_nvrtc
+def test_compile_cli(tmp_path):
+  # the engine hook end to end: a small op test file run by `python -m tinygrad.device --compile`
+  (tmp_path / "test_small.py").write_text("from tinygrad import Tensor\ndef test_add(): assert (Tensor([1.0, 2.0]) + 1).tolist() == [2.0, 3.0]\n")
+  out = subprocess.run([sys.executable, "-m", "tinygrad.device", "--compile", "CUDA:sm_80", "-p", "no:randomly", str(tmp_path / "test_small.py")],
+                       capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "CPU": "1"})
+  assert out.returncode == 0, out.stdout + out.stderr
+  line = next(x for x in out.stdout.splitlines() if x.startswith("CUDA:sm_80"))
+  assert line.split()[1:] == ["1", "1", "0"]
+
+def test_ptx_renderer_numbers():
+  # the PTX literals: floats in hex (exact, inf and nan too), unsigned ints wrapped
+  from tinygrad.renderer.ptx import pconst
+  assert pconst(1.0, dtypes.float32) == "0f3F800000" and pconst(float("inf"), dtypes.float32) == "0f7F800000"
+  assert pconst(1.0, dtypes.float64) == "0d3FF0000000000000" and pconst(-1, dtypes.uint32) == "4294967295"
+  assert np.float32(np.frombuffer(bytes.fromhex(pconst(0.1, dtypes.half)[2:])[::-1], np.float32)[0]) == np.float32(np.float16(0.1))
