@@ -7,6 +7,7 @@ import hashlib, json, os, re
 from collections import defaultdict
 from tinygrad.uop.ops import UOp
 from tinygrad.device import Compiler
+from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context, getenv
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.program import get_program
@@ -33,6 +34,11 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
     try:
       if isinstance(made, str): raise RuntimeError(made)
       renderer, compiler = made
+      # a kernel of a dtype the target doesn't compute (fp8 on PTX) is not for it: counted as skipped, not as a failure
+      if (bad := sorted({str(d) for u in ast.toposort() if (d := u.dtype.base.scalar()) != dtypes.void and not renderer.supports_dtype(d)})):
+        rec["name"], rec["skipped"] = ast.arg.name if getattr(ast.arg, "name", None) else "kernel", f"{target.name} has no {', '.join(bad)}"
+        with open(log, "a") as f: f.write(json.dumps(rec) + "\n")
+        continue
       # the target's own heuristics pick the opts (its locals, tensor cores, upcasts); BEAM would need the hardware to time on
       with Context(BEAM=0): prg = get_program(ast, renderer)
       rec |= {"name": prg.name, "kernel": hashlib.sha256(prg.src.encode()).hexdigest()[:16]}
@@ -50,11 +56,11 @@ def summarize(log:str) -> tuple[str, int]:
       try: rec = json.loads(line)
       except ValueError: continue
       results[rec["target"]].setdefault(rec["kernel"], rec)
-  out, failed = ["target          kernels  compiled  failed"], 0
+  out, failed = ["target          kernels  compiled  failed  skipped (dtype the target lacks)"], 0
   for target, recs in sorted(results.items()):
-    bad = [r for r in recs.values() if "error" in r]
+    bad, skipped = [r for r in recs.values() if "error" in r], [r for r in recs.values() if "skipped" in r]
     failed += len(bad)
-    out.append(f"{target:15s} {len(recs):7d}  {len(recs)-len(bad):8d}  {len(bad):6d}")
+    out.append(f"{target:15s} {len(recs):7d}  {len(recs)-len(bad)-len(skipped):8d}  {len(bad):6d}  {len(skipped):7d}")
   for target, recs in sorted(results.items()):
     by_reason: dict[str, list[dict]] = defaultdict(list)
     for r in recs.values():

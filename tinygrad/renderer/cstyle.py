@@ -616,6 +616,8 @@ class CUDARenderer(CStyleLanguage):
   code_for_workitem = {"g": lambda d: f"blockIdx.{'xyz'[d]}", "l": lambda d: f"threadIdx.{'xyz'[d]}",
                        "i": lambda d: f"(blockIdx.{'xyz'[d]}*blockDim.{'xyz'[d]}+threadIdx.{'xyz'[d]})"}
   type_map = {dtypes.bfloat16: "nv_bfloat16"}
+  # fp8 is kept as bits and computed in float, with the C helpers (NVRTC's -default-device makes them device functions)
+  storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k in dtypes.fp8s}
   # vectors CUDA has as built-in types (make_float4 ...); others are declared as structs
   _native_vec = {dtypes.float32: "float", dtypes.float64: "double", dtypes.int32: "int", dtypes.uint32: "uint", dtypes.int8: "char",
                  dtypes.uint8: "uchar", dtypes.int16: "short", dtypes.uint16: "ushort", dtypes.int64: "longlong", dtypes.uint64: "ulonglong"}
@@ -650,7 +652,8 @@ class CUDARenderer(CStyleLanguage):
       ret.append(f"struct __align__({dt.itemsize}) {dt.name} {{ {s} {', '.join(names)}; }};")
       ret.append(f"__device__ __forceinline__ {dt.name} make_{dt.name}({', '.join(f'{s} {n}' for n in names)}) "
                  f"{{ {dt.name} r = {{{', '.join(names)}}}; return r; }}")
-    return ret
+    if (fp8 := _storage_helpers(self, uops)): ret.append("#define __builtin_nanf(x) NAN\n#define __builtin_inff() INFINITY\n#define __builtin_rintf rintf")
+    return ret + fp8
 
 class MetalRenderer(CStyleLanguage):
   device = "METAL"
