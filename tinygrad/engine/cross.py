@@ -9,12 +9,13 @@ from tinygrad.uop.ops import UOp
 from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context, getenv
-from tinygrad.renderer import Renderer
+from tinygrad.renderer import Renderer, ProgramSpec
 from tinygrad.codegen.program import get_program
 from tinygrad.runtime.support.targets import parse_targets
 
 _made: dict[tuple[str, str], tuple[Renderer, Compiler]|str] = {}
 _seen: set[tuple[str, str, UOp]] = set()
+_rendered: dict[tuple, ProgramSpec] = {}
 
 def reason_of(e:Exception) -> str:
   """One line that groups failures of one cause: the compiler's first error line without file names, line numbers or kernel names."""
@@ -40,7 +41,9 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
         with open(log, "a") as f: f.write(json.dumps(rec) + "\n")
         continue
       # the target's own heuristics pick the opts (its locals, tensor cores, upcasts); BEAM would need the hardware to time on
-      with Context(BEAM=0): prg = get_program(ast, renderer)
+      # archs of one renderer class with the same tensor cores render the same source (PTXCompiler sets .target): it is rendered once
+      if (prg := _rendered.get(rkey := (type(renderer), tuple(tc.name for tc in renderer.tensor_cores), ast))) is None:
+        with Context(BEAM=0): prg = _rendered[rkey] = get_program(ast, renderer)
       rec |= {"name": prg.name, "kernel": hashlib.sha256(prg.src.encode()).hexdigest()[:16]}
       rec["bytes"] = len(compiler.compile_cached(prg.src))
     except Exception as e:

@@ -652,7 +652,8 @@ class CUDARenderer(CStyleLanguage):
       ret.append(f"struct __align__({dt.itemsize}) {dt.name} {{ {s} {', '.join(names)}; }};")
       ret.append(f"__device__ __forceinline__ {dt.name} make_{dt.name}({', '.join(f'{s} {n}' for n in names)}) "
                  f"{{ {dt.name} r = {{{', '.join(names)}}}; return r; }}")
-    if (fp8 := _storage_helpers(self, uops)): ret.append("#define __builtin_nanf(x) NAN\n#define __builtin_inff() INFINITY\n#define __builtin_rintf rintf")
+    if (fp8 := _storage_helpers(self, uops)):
+      ret.append("#define __builtin_nanf(x) NAN\n#define __builtin_inff() INFINITY\n#define __builtin_rintf rintf")
     return ret + fp8
 
 class MetalRenderer(CStyleLanguage):

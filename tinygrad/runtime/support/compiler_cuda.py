@@ -58,7 +58,8 @@ class NVRTCCompiler(Compiler):
     try:
       opts = (ctypes.c_char_p * len(self.options))(*[o.encode() for o in self.options])
       st = lib.nvrtcCompileProgram(prog, len(self.options), opts)
-      if st != 0: raise CompileError(f"NVRTC ({self.arch}) failed to compile the kernel:\n{self._get(prog, 'ProgramLog').decode(errors='replace')}", src)
+      if st != 0:
+        raise CompileError(f"NVRTC ({self.arch}) failed to compile the kernel:\n{self._get(prog, 'ProgramLog').decode(errors='replace')}", src)
       return self._get(prog, "PTX" if self.ptx else "CUBIN")
     finally: lib.nvrtcDestroyProgram(ctypes.byref(prog))
   def _get(self, prog:ctypes.c_void_p, what:str) -> bytes:
