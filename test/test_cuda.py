@@ -150,3 +150,39 @@ def test_ptx_renderer_numbers():
   assert pconst(1.0, dtypes.float32) == "0f3F800000" and pconst(float("inf"), dtypes.float32) == "0f7F800000"
   assert pconst(1.0, dtypes.float64) == "0d3FF0000000000000" and pconst(-1, dtypes.uint32) == "4294967295"
   assert np.float32(np.frombuffer(bytes.fromhex(pconst(0.1, dtypes.half)[2:])[::-1], np.float32)[0]) == np.float32(np.float16(0.1))
+
+# ***** the opts CUDA's heuristics pick, run on the PYTHON emulator (EMULATE=CUDA), then compiled for real with the same opts *****
+
+def _emulated_cases():
+  from tinygrad.uop import Ops
+  rng = np.random.default_rng(0)
+  def t(shape, dt): return Tensor(rng.standard_normal(shape).astype(np.float32), device="PYTHON").cast(dt).realize()
+  a, b = t((32, 64), dtypes.half), t((64, 32), dtypes.half)
+  # None: the heuristics' own opts
+  yield "tensor cores", (a.reshape(32, 1, 64) * b.T.reshape(1, 32, 64)).sum(-1, dtype=dtypes.float), \
+    a.float().numpy() @ b.float().numpy(), None, lambda p: any(u.op is Ops.WMMA for u in p.uops)
+  x = t((4, 4096), dtypes.float)
+  yield "locals (grouped reduce)", x.sum(1), x.numpy().sum(1), [Opt(OptOps.GROUPTOP, 0, 16)], \
+    lambda p: any(u.op is Ops.DEFINE_LOCAL for u in p.uops)
+  h = t((64, 64), dtypes.float)
+  yield "vector types", h * 2 + 1, h.numpy() * 2 + 1, [Opt(OptOps.LOCAL, 0, 8), Opt(OptOps.UPCAST, 1, 4)], \
+    lambda p: p.uops is not None
+  bf = t((16, 256), dtypes.bfloat16)
+  yield "bfloat16 reduce", bf.float().max(1), bf.float().numpy().max(1), None, lambda p: True
+
+@pytest.mark.parametrize("case", range(4))
+def test_emulated_cuda_opts(case):
+  from tinygrad.engine.realize import CompiledRunner
+  from tinygrad.runtime.ops_python import PythonRenderer
+  name, out, ref, opts, has = list(_emulated_cases())[case]
+  si = out.schedule()[-1]
+  p = get_program(si.ast, PythonRenderer("CUDA"), opts)
+  assert has(p), f"{name}: the CUDA heuristics didn't use it, opts {p.applied_opts}"
+  for buf in si.bufs: buf.ensure_allocated()
+  CompiledRunner(p).exec(list(si.bufs))
+  np.testing.assert_allclose(si.bufs[0].numpy().astype(np.float32).reshape(ref.shape), ref, rtol=2e-2, atol=2e-2, err_msg=name)
+  # the same opts through the real renderers and compilers
+  for ren, comp in ((CUDARenderer, NVRTCCompiler), (PTXRenderer, PTXCompiler)):
+    src = get_program(si.ast, ren("sm_80"), list(p.applied_opts)).src
+    if name == "tensor cores": assert "mma.sync.aligned.m16n8k16" in src
+    if _have(compiler_cuda.nvrtc) and _have(compiler_cuda.ptxas): assert comp("sm_80").compile(src)[:4] == b"\x7fELF", name

@@ -290,24 +290,11 @@ def is_dtype_supported(dtype:DType, device:str|None=None) -> bool:
 
 if __name__ == "__main__":
   # run as a script this file is __main__: the devices Tensor uses live in the imported module
-  import sys, subprocess, tempfile
+  import sys
   if sys.argv[1:2] == ["--compile"]:
-    # python -m tinygrad.device --compile CUDA:sm_80,PTX [pytest args]: runs the op suite (test/test_tensor_*.py) on the host's device, and
-    # every kernel it lowers is also compiled for each target (engine/cross.py); prints the kernels compiled and failed per target
-    from tinygrad.engine.cross import summarize
-    from tinygrad.runtime.support.targets import parse_targets
-    if len(sys.argv) < 3: sys.exit("usage: python -m tinygrad.device --compile TARGET[:ARCH][,...] [pytest args]")
-    parse_targets(sys.argv[2])   # an unknown target is refused before the tests start
-    tests = sorted(str(p) for p in (pathlib.Path(__file__).parents[1]/"test").glob("test_tensor_*.py"))
-    # the device-parametrized tests make the same kernels on every device: one device's run is enough
-    args = sys.argv[3:] or ["-n", str(min(4, os.cpu_count() or 1)), *tests, "-k", "not PYTHON and not LLVM and not GPU and not REMOTE"]
-    with tempfile.TemporaryDirectory() as tmp:
-      log = os.path.join(tmp, "cross.jsonl")
-      rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                          env={**os.environ, "CROSS_COMPILE": sys.argv[2], "CROSS_COMPILE_LOG": log}, stdout=subprocess.DEVNULL).returncode
-      text, failed = summarize(log)
-    print(f"op suite: pytest exit code {rc}\n{text}")
-    sys.exit(1 if failed or rc not in (0, 1) else 0)
+    # python -m tinygrad.device --compile CUDA:sm_80,PTX [pytest args]: the op suite runs here, and every kernel is also compiled for the targets
+    from tinygrad.engine.cross import main
+    sys.exit(main(sys.argv[2:]))
   from tinygrad.device import Device as TheDevice, Buffer as TheBuffer
   from tinygrad.tensor import Tensor
   def selftest(name:str) -> str:

@@ -3,7 +3,7 @@ lowers for a device is also optimized, rendered and compiled for each target, an
 file CROSS_COMPILE_LOG names (many test processes may append to it); summarize() counts them per target and groups failures by reason.
 `python -m tinygrad.device --compile TARGETS` runs the op suite this way and prints the summary."""
 from __future__ import annotations
-import hashlib, json, os, re
+import hashlib, json, os, pathlib, re, subprocess, sys, tempfile
 from collections import defaultdict
 from tinygrad.uop.ops import UOp
 from tinygrad.device import Compiler
@@ -71,3 +71,30 @@ def summarize(log:str) -> tuple[str, int]:
     for reason, rs in sorted(by_reason.items(), key=lambda x: -len(x[1])):
       out.append(f"FAIL {target} x{len(rs)} {reason}  (e.g. {rs[0].get('name', rs[0]['kernel'])})")
   return "\n".join(out), failed
+
+def op_suite(every:int) -> list[str]:
+  """pytest arguments for the op suite (test/test_tensor_*.py) on the host's default device; every > 1: a representative subset, the first of
+  each test's parametrizations and every `every`-th after it, so each op family, dtype and shape a test names is still there."""
+  tests = sorted(str(p) for p in (pathlib.Path(__file__).parents[2]/"test").glob("test_tensor_*.py"))
+  # the device-parametrized tests make the same kernels on every device: one device's run is enough
+  args = [*tests, "-k", "not PYTHON and not LLVM and not GPU and not REMOTE"]
+  if every <= 1: return args
+  got = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args], capture_output=True, text=True)
+  seen: dict[str, int] = defaultdict(int)
+  out = []
+  for test_id in (x for x in got.stdout.splitlines() if "::" in x):
+    if seen[fn := test_id.split("[")[0]] % every == 0: out.append(test_id)
+    seen[fn] += 1
+  return out
+
+def main(argv:list[str]) -> int:
+  if not argv: raise SystemExit("usage: python -m tinygrad.device --compile TARGET[:ARCH][,...] [pytest args]  (CROSS_SUBSET=n: a subset)")
+  parse_targets(argv[0])   # an unknown target is refused before the tests start
+  args = argv[1:] or ["-n", str(min(4, os.cpu_count() or 1)), *op_suite(getenv("CROSS_SUBSET", 0))]
+  with tempfile.TemporaryDirectory() as tmp:
+    log = os.path.join(tmp, "cross.jsonl")
+    rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                        env={**os.environ, "CROSS_COMPILE": argv[0], "CROSS_COMPILE_LOG": log}, stdout=subprocess.DEVNULL).returncode
+    text, failed = summarize(log)
+  print(f"op suite: pytest exit code {rc}\n{text}")
+  return 1 if failed or rc not in (0, 1) else 0
