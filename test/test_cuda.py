@@ -186,3 +186,76 @@ def test_emulated_cuda_opts(case):
     src = get_program(si.ast, ren("sm_80"), list(p.applied_opts)).src
     if name == "tensor cores": assert "mma.sync.aligned.m16n8k16" in src
     if _have(compiler_cuda.nvrtc) and _have(compiler_cuda.ptxas): assert comp("sm_80").compile(src)[:4] == b"\x7fELF", name
+
+# ***** the runtime's ctypes plumbing against a stub libcuda (host memory, launches recorded): no GPU needed *****
+
+STUB = r"""
+#include <stdlib.h>
+#include <string.h>
+typedef unsigned long long u64;
+int launches, grid[6]; u64 arg0;
+int cuInit(unsigned f) { return 0; }
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuDeviceGet(int *d, int i) { *d = i; return 0; }
+int cuDeviceGetAttribute(int *v, int attr, int d) { *v = attr == 75 ? 8 : 6; return 0; }
+int cuDeviceGetName(char *s, int n, int d) { strncpy(s, "stub", n); return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void*)1; return 0; }
+int cuCtxSetCurrent(void *c) { return 0; }
+int cuCtxSynchronize(void) { return 0; }
+int cuStreamCreate(void **s, unsigned f) { *s = (void*)2; return 0; }
+int cuStreamSynchronize(void *s) { return 0; }
+int cuMemAlloc_v2(u64 *p, size_t n) { if (n > (1ull << 40)) return 2; *p = (u64)malloc(n); return 0; }
+int cuMemFree_v2(u64 p) { free((void*)p); return 0; }
+int cuMemAllocHost_v2(void **p, size_t n) { *p = malloc(n); return 0; }
+int cuMemFreeHost(void *p) { free(p); return 0; }
+int cuMemcpyHtoDAsync_v2(u64 d, void *s, size_t n, void *st) { memcpy((void*)d, s, n); return 0; }
+int cuMemcpyDtoHAsync_v2(void *d, u64 s, size_t n, void *st) { memcpy(d, (void*)s, n); return 0; }
+int cuMemcpyPeerAsync(u64 d, void *dc, u64 s, void *sc, size_t n, void *st) { memcpy((void*)d, (void*)s, n); return 0; }
+int cuModuleLoadData(void **m, const void *img) { *m = (void*)3; return memcmp(img, "\x7f" "ELF", 4) ? 200 : 0; }
+int cuModuleUnload(void *m) { return 0; }
+int cuModuleGetFunction(void **f, void *m, const char *name) { *f = (void*)4; return 0; }
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, void *st, void **params,
+                   void **extra) { launches++; grid[0] = gx; grid[1] = gy; grid[2] = gz; grid[3] = bx; grid[4] = by; grid[5] = bz;
+                   arg0 = *(u64*)params[0]; return 0; }
+int cuEventCreate(void **e, unsigned f) { *e = (void*)5; return 0; }
+int cuEventRecord(void *e, void *s) { return 0; }
+int cuEventSynchronize(void *e) { return 0; }
+int cuEventElapsedTime(float *ms, void *a, void *b) { *ms = 1.5f; return 0; }
+int cuEventDestroy_v2(void *e) { return 0; }
+int cuGetErrorString(int e, const char **s) { *s = e == 200 ? "CUDA_ERROR_INVALID_IMAGE" : "error"; return 0; }
+"""
+
+@pytest.fixture
+def stub_cuda(tmp_path, monkeypatch):
+  import ctypes, shutil
+  from tinygrad.runtime import ops_cuda
+  cc = shutil.which("clang") or shutil.which("gcc")
+  if cc is None: pytest.skip("needs a C compiler for the stub libcuda")
+  (tmp_path / "stub.c").write_text(STUB)
+  subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib := tmp_path / "libcuda_stub.so"), str(tmp_path / "stub.c")], check=True)
+  real_find = ctypes.util.find_library
+  monkeypatch.setattr(ctypes.util, "find_library", lambda n: str(lib) if n == "cuda" else real_find(n))
+  ops_cuda._cuda.cache_clear()
+  yield ctypes.CDLL(str(lib))
+  ops_cuda._cuda.cache_clear()
+
+@needs_nvrtc
+def test_runtime_against_stub_libcuda(stub_cuda):
+  import ctypes
+  from tinygrad.runtime.ops_cuda import CUDADevice, CUDAProgram
+  dev = CUDADevice("CUDA")
+  assert dev.arch == "sm_86" and isinstance(dev.renderer, CUDARenderer) and dev.renderer.arch == "sm_86"
+  data = np.arange(16, dtype=np.float32)
+  buf = dev.allocator.alloc(data.nbytes)
+  dev.allocator._copyin(buf, memoryview(data.tobytes()))
+  out = memoryview(bytearray(data.nbytes))
+  dev.allocator._copyout(out, buf)
+  np.testing.assert_equal(np.frombuffer(out, np.float32), data)
+  assert dev.pinned == []   # the pinned staging copy is freed once the stream is synchronized
+  lib = NVRTCCompiler("sm_86").compile('extern "C" __global__ void k(float *a) { a[threadIdx.x] = 1.0f; }')
+  prg = CUDAProgram(dev, "k", lib)
+  assert prg(buf, global_size=(4, 2, 1), local_size=(32, 1, 1), wait=True) == pytest.approx(1.5e-3)
+  assert ctypes.c_int.in_dll(stub_cuda, "launches").value == 1 and list((ctypes.c_int * 6).in_dll(stub_cuda, "grid")) == [4, 2, 1, 32, 1, 1]
+  assert ctypes.c_uint64.in_dll(stub_cuda, "arg0").value == buf
+  with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_IMAGE"): CUDAProgram(dev, "k", b"not a cubin")
+  with pytest.raises(MemoryError): dev.allocator._alloc(1 << 41, None)
