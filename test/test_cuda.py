@@ -28,7 +28,7 @@ def sample_kernels() -> list:
   a, b = Tensor.rand(33, 17, device="CPU"), Tensor.rand(17, 9, device="CPU")
   return asts(a @ b, a.exp().sum(1), (a > 0.5).where(a, -a).max(0), a.half().sum(), a.cast(dtypes.bfloat16) * 3, a.cast(dtypes.int8) // 3,
               a.bitcast(dtypes.int32) >> 3, a.cast(dtypes.int64).cumsum(1), Tensor.arange(100, device="CPU").reshape(10, 10).argmax(1),
-              a.softmax(1), a.double().sqrt())
+              a.softmax(1), a.double().sqrt(), a.half().pow(a.half()), a.cast(dtypes.bfloat16).reciprocal())
 
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

@@ -620,7 +620,10 @@ class CUDARenderer(CStyleLanguage):
   # fp8 is kept as bits and computed in float, with the C helpers (NVRTC's -default-device makes them device functions)
   storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k in dtypes.fp8s}
   # int / half (or nv_bfloat16) is ambiguous in C++: cuda_fp16.h's operator/ or the built-in one through float
-  code_for_op = {**CStyleLanguage.code_for_op, Ops.RECIP: lambda a, dtype: f"(({_CUDA_SCALAR.get(dtype.scalar(), 'float')})1.0f/{a})"}
+  # and pow(half, half) is ambiguous between pow(float, float) and pow(float, int): computed in float
+  code_for_op = {**CStyleLanguage.code_for_op, Ops.RECIP: lambda a, dtype: f"(({_CUDA_SCALAR.get(dtype.scalar(), 'float')})1.0f/{a})",
+                 Ops.POW: lambda a, b, dtype: f"(({_CUDA_SCALAR[dtype.scalar()]})powf((float){a}, (float){b}))"
+                   if dtype.scalar() in (dtypes.half, dtypes.bfloat16) else f"pow({a}, {b})"}
   # vectors CUDA has as built-in types (make_float4 ...); others are declared as structs
   _native_vec = {dtypes.float32: "float", dtypes.float64: "double", dtypes.int32: "int", dtypes.uint32: "uint", dtypes.int8: "char",
                  dtypes.uint8: "uchar", dtypes.int16: "short", dtypes.uint16: "ushort", dtypes.int64: "longlong", dtypes.uint64: "ulonglong"}
