@@ -290,6 +290,11 @@ def is_dtype_supported(dtype:DType, device:str|None=None) -> bool:
 
 if __name__ == "__main__":
   # run as a script this file is __main__: the devices Tensor uses live in the imported module
+  import sys
+  if sys.argv[1:2] == ["--compile"]:
+    # python -m tinygrad.device --compile CUDA:sm_80,PTX [pytest args]: the op suite runs here, and every kernel is also compiled for the targets
+    from tinygrad.engine.cross import main
+    sys.exit(main(sys.argv[2:]))
   from tinygrad.device import Device as TheDevice, Buffer as TheBuffer
   from tinygrad.tensor import Tensor
   def selftest(name:str) -> str:

@@ -5,10 +5,11 @@ from typing import Generator
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.device import Device, Buffer, Program
-from tinygrad.helpers import DEBUG, GlobalCounters, colored, ansilen, Metadata, program_flags
+from tinygrad.helpers import DEBUG, GlobalCounters, colored, ansilen, Metadata, program_flags, getenv, temp
 from tinygrad.renderer import ProgramSpec, Estimates
 from tinygrad.engine.schedule import ScheduleItem
 from tinygrad.codegen.program import get_program
+from tinygrad.engine.cross import cross_compile
 __all__ = ["Runner", "CompiledRunner", "ExecItem", "BufferCopy", "get_program", "lower_schedule", "run_schedule"]
 
 # ***** runners *****
@@ -70,6 +71,8 @@ def get_runner(device:str, ast:UOp, rawbufs:list[Buffer]|None=None) -> CompiledR
   if (ret := method_cache.get(key := (device, ast, renderer, program_flags()))) is not None: return ret
   # the program runs where it was asked for (CPU:1 or NULL share the CPU's renderer, whose device says CPU)
   method_cache[key] = ret = CompiledRunner(replace(get_program(ast, renderer, rawbufs=rawbufs), device=device))
+  # CROSS_COMPILE=CUDA:sm_80,...: the kernel is also compiled (never run) for those targets, and the results logged (engine/cross.py)
+  if (spec := getenv("CROSS_COMPILE", "")): cross_compile(ast, spec, getenv("CROSS_COMPILE_LOG", temp("cross_compile.jsonl")))
   return ret
 
 # ***** running *****

@@ -597,6 +597,7 @@ class OpenCLRenderer(CStyleLanguage):
 
 _PTX_TYPE = {dtypes.half: "f16", dtypes.bfloat16: "bf16", dtypes.float: "f32"}
 
+_CUDA_SCALAR = {dtypes.half: "half", dtypes.bfloat16: "nv_bfloat16", dtypes.float64: "double"}
 class CUDARenderer(CStyleLanguage):
   device = "CUDA"
   tensor_cores = cuda_tcs
@@ -607,9 +608,22 @@ class CUDARenderer(CStyleLanguage):
   smem_prefix = "__shared__ __align__(16) "
   barrier = "__syncthreads();"
   float4 = "make_float4("
+  def __init__(self, arch:str="sm_80"):
+    # mma.sync m16n8k16 (half and bfloat16 in) needs sm_80: older archs get no tensor cores
+    self.arch = arch
+    self.tensor_cores = cuda_tcs if int("".join(c for c in arch[3:] if c.isdigit()) or 0) >= 80 else []
+  def __reduce__(self): return self.__class__, (self.arch,)
+  def __repr__(self): return f"{type(self).__name__}({self.arch!r})"
   code_for_workitem = {"g": lambda d: f"blockIdx.{'xyz'[d]}", "l": lambda d: f"threadIdx.{'xyz'[d]}",
                        "i": lambda d: f"(blockIdx.{'xyz'[d]}*blockDim.{'xyz'[d]}+threadIdx.{'xyz'[d]})"}
   type_map = {dtypes.bfloat16: "nv_bfloat16"}
+  # fp8 is kept as bits and computed in float, with the C helpers (NVRTC's -default-device makes them device functions)
+  storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k in dtypes.fp8s}
+  # int / half (or nv_bfloat16) is ambiguous in C++: cuda_fp16.h's operator/ or the built-in one through float
+  # and pow(half, half) is ambiguous between pow(float, float) and pow(float, int): computed in float
+  code_for_op = {**CStyleLanguage.code_for_op, Ops.RECIP: lambda a, dtype: f"(({_CUDA_SCALAR.get(dtype.scalar(), 'float')})1.0f/{a})",
+                 Ops.POW: lambda a, b, dtype: f"(({_CUDA_SCALAR[dtype.scalar()]})powf((float){a}, (float){b}))"
+                   if dtype.scalar() in (dtypes.half, dtypes.bfloat16) else f"pow({a}, {b})"}
   # vectors CUDA has as built-in types (make_float4 ...); others are declared as structs
   _native_vec = {dtypes.float32: "float", dtypes.float64: "double", dtypes.int32: "int", dtypes.uint32: "uint", dtypes.int8: "char",
                  dtypes.uint8: "uchar", dtypes.int16: "short", dtypes.uint16: "ushort", dtypes.int64: "longlong", dtypes.uint64: "ulonglong"}
@@ -644,7 +658,9 @@ class CUDARenderer(CStyleLanguage):
       ret.append(f"struct __align__({dt.itemsize}) {dt.name} {{ {s} {', '.join(names)}; }};")
       ret.append(f"__device__ __forceinline__ {dt.name} make_{dt.name}({', '.join(f'{s} {n}' for n in names)}) "
                  f"{{ {dt.name} r = {{{', '.join(names)}}}; return r; }}")
-    return ret
+    if (fp8 := _storage_helpers(self, uops)):
+      ret.append("#define __builtin_nanf(x) NAN\n#define __builtin_inff() INFINITY\n#define __builtin_rintf rintf")
+    return ret + fp8
 
 class MetalRenderer(CStyleLanguage):
   device = "METAL"
