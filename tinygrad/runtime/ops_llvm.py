@@ -47,11 +47,14 @@ def _numbered(src:str) -> str: return "\n".join(f"{i:4d} {line}" for i,line in e
 
 class LLVMCompiler(Compiler):
   """LLVM IR -> an x86-64 ELF object, optimized with the new pass manager's default<O2> pipeline for the host CPU."""
-  def __init__(self, opt_level:int=2):
+  def __init__(self, opt_level:int=2, target:tuple[str, str, str]|None=None):
+    """target: (triple, cpu, features) to cross-compile for (its LLVM target initialized); None: the host."""
     lib, self.version = llvm()
     self.lib, self.opt = lib, opt_level
-    triple = _message(lib, lib.LLVMGetDefaultTargetTriple()).encode()
-    self.cpu, self.features = _message(lib, lib.LLVMGetHostCPUName()).encode(), _message(lib, lib.LLVMGetHostCPUFeatures()).encode()
+    if target is not None: triple, self.cpu, self.features = (t.encode() for t in target)
+    else:
+      triple = _message(lib, lib.LLVMGetDefaultTargetTriple()).encode()
+      self.cpu, self.features = _message(lib, lib.LLVMGetHostCPUName()).encode(), _message(lib, lib.LLVMGetHostCPUFeatures()).encode()
     target, err = ctypes.c_void_p(), ctypes.c_void_p()
     if lib.LLVMGetTargetFromTriple(triple, ctypes.byref(target), ctypes.byref(err)): raise RuntimeError(f"LLVM: {_message(lib, err.value)}")
     # position independent code: constants are reached RIP-relative and calls go through the loader's stubs

@@ -142,6 +142,8 @@ def _cuda_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag
   if dims == (8, 16, 8): return (lambda l, i: ((l >> 2) + 8*(i >> 1), (l % 4)*2 + (i & 1)), lambda l, i: ((l % 4)*2 + i, l >> 2), c)
   raise NotImplementedError(f"no CUDA tensor core {dims}")
 def _amd_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag]:
+  # CDNA wave64 v_mfma_f32_16x16x16f16: lane l holds row l % 16 of A and column l % 16 of B at k = 4*(l // 16) + i; D is row 4*(l // 16) + i
+  if threads == 64: return (lambda l, i: (l % 16, 4*(l // 16) + i)), (lambda l, i: (4*(l // 16) + i, l % 16)), (lambda l, i: (4*(l // 16) + i, l % 16))
   # RDNA3 wave32 WMMA: lane l holds row l % 16 of A, column l % 16 of B (lanes 16-31 repeat 0-15); D element i is row 2i + l // 16
   return (lambda l, i: (l % 16, i)), (lambda l, i: (i, l % 16)), (lambda l, i: (2*i + l // 16, l % 16))
 def _metal_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag]:
@@ -413,7 +415,7 @@ def _dims(x:Sequence[int]|None) -> tuple[int, ...]:
 # ***** renderer, compiler, allocator, device *****
 
 class PythonRenderer(Renderer):
-  """emulate (or env EMULATE) = CUDA, AMD, METAL or INTEL: take that family's tensor cores and workgroup limits, to run their kernels here."""
+  """emulate (or env EMULATE) = CUDA, AMD (RDNA3), AMD_MFMA (CDNA), METAL or INTEL: take that family's tensor cores and workgroup limits, to run their kernels here."""
   device = "PYTHON"
   has_local = True
   has_shared = True
@@ -426,7 +428,9 @@ class PythonRenderer(Renderer):
     self.emulate = (getenv("EMULATE", "") if emulate is None else emulate).upper()
     if self.emulate:
       from tinygrad.renderer.cstyle import CUDARenderer, AMDRenderer, MetalRenderer, IntelRenderer
-      families: dict[str, type[Renderer]] = {"CUDA": CUDARenderer, "AMD": AMDRenderer, "METAL": MetalRenderer, "INTEL": IntelRenderer}
+      from tinygrad.renderer.llvmir import AMDLLVMRenderer
+      families: dict[str, type[Renderer]|Renderer] = {"CUDA": CUDARenderer, "AMD": AMDRenderer, "AMD_MFMA": AMDLLVMRenderer("gfx90a"),
+                                                      "METAL": MetalRenderer, "INTEL": IntelRenderer}
       if (fam := families.get(self.emulate)) is None: raise ValueError(f"EMULATE={self.emulate}: the PYTHON device emulates {sorted(families)}")
       self.tensor_cores, self.local_max, self.shared_max = fam.tensor_cores, fam.local_max, fam.shared_max
   def __reduce__(self): return self.__class__, (self.emulate,)
