@@ -689,9 +689,13 @@ class AMDRenderer(CStyleLanguage):
   nan = '__builtin_nanf("")'
   code_for_workitem = {"g": lambda d: f"__ockl_get_group_id({d})", "l": lambda d: f"__ockl_get_local_id({d})",
                        "i": lambda d: f"__ockl_get_global_id({d})"}
-  type_map = {dtypes.float16: "_Float16", dtypes.bfloat16: "__bf16"}
-  code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _c_math("sqrt"), Ops.EXP2: _c_math("exp2"), Ops.LOG2: _c_math("log2"),
-                 Ops.SIN: _c_math("sin"), Ops.TRUNC: _c_math("trunc"), Ops.POW: _c_math("pow")}
+  type_map = {dtypes.float16: "_Float16"}
+  # clang before 17 has no __bf16 arithmetic on AMDGPU: bfloat16 (and fp8) are bits computed in float, as on CPU
+  storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k != dtypes.float16}
+  # transcendentals from ROCm's device library (ocml): the llvm.exp2/sin intrinsics that __builtin_* give have no f64 lowering on AMDGPU
+  code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _c_math("sqrt"), Ops.TRUNC: _c_math("trunc"),
+                 **{op: (lambda fn: lambda *a, dtype: f"__ocml_{fn}_f{64 if dtype.scalar() == dtypes.float64 else 32}({', '.join(a)})")(op.name.lower())
+                    for op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)}}
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"__builtin_bit_cast({self.render_dtype(to_dt)}, {expr})"
   def wmma_helper(self, arg:tuple) -> str:
     # RDNA3 wave32 WMMA: the builtin takes the whole fragments as vectors
@@ -700,9 +704,13 @@ class AMDRenderer(CStyleLanguage):
             f"return __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a, b, c); }}")
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:
     ret = [f'extern "C" __attribute__((device, const)) unsigned long __ockl_get_{n}_id(unsigned int);' for n in ("group", "local", "global")]
-    for dt in sorted({d for u in uops for d in (u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype,) if d.count > 1}):
+    ret += [f'extern "C" __attribute__((device, const)) {t} __ocml_{fn}_f{b}({t}{", " + t if fn == "pow" else ""});'
+            for fn in ("exp2", "log2", "sin", "pow") for t, b in (("float", 32), ("double", 64))]
+    for dt in sorted({self.value_dtype(d) for u in uops for d in (u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype,) if d.count > 1}):
       ret.append(f"typedef {self.render_dtype(dt.scalar())} {dt.name} __attribute__((ext_vector_type({dt.count})));")
-    return ret
+    # the bits <-> float helpers become device functions too
+    return ret + (["#pragma clang force_cuda_host_device begin", *helpers, "#pragma clang force_cuda_host_device end"]
+                  if (helpers := _storage_helpers(self, uops)) else [])
 
 class IntelRenderer(OpenCLRenderer):
   """OpenCL C for Intel GPUs, with XMX tensor cores through cl_intel_subgroup_matrix_multiply_accumulate."""

@@ -10,7 +10,7 @@ from tinygrad.runtime.ops_llvm import LLVMCompiler, llvm, _numbered
 from tinygrad.helpers import getenv
 
 LLD_HINT = "install lld, e.g. `apt-get install -y lld-15`"
-ROCM_HINT = "install ROCm's HIP runtime (https://rocm.docs.amd.com, e.g. `apt-get install -y hip-runtime-amd`) or point HIPRTC_PATH at it"
+ROCM_HINT = "install ROCm's HIP runtime (https://rocm.docs.amd.com, e.g. `apt-get install -y hip-runtime-amd`)"
 
 def find_lld() -> str:
   for name in [getenv("LLD_PATH", "")] + [f"ld.lld-{v}" for v in range(19, 13, -1)] + ["ld.lld"]:
@@ -53,7 +53,7 @@ def hiprtc() -> Any:
     lib.hiprtcCompileProgram.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
     lib.hiprtcDestroyProgram.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
     return lib
-  raise RuntimeError(f"HIPCompiler needs libhiprtc.so (ROCm's HIP runtime compiler), which is not installed: {ROCM_HINT}")
+  raise RuntimeError(f"HIPCompiler needs libhiprtc.so (ROCm's HIP runtime compiler), which is not installed: {ROCM_HINT}, or set HIPRTC_PATH")
 
 class HIPCompiler(Compiler):
   """HIP C++ -> a code object for arch, through hiprtc."""
