@@ -58,10 +58,13 @@ def test_no_tensor_cores_on_gfx1030():
 def test_locals_barrier_and_launch_bounds():
   a = Tensor.empty(4, 4096, device=DEV)
   ast = a.sum(1).schedule()[-1].ast
-  p = get_program(ast, AMDLLVMRenderer("gfx1100"), [Opt(OptOps.GROUPTOP, 0, 64)])
-  for needle in ["addrspace(3) global [", "call void @llvm.amdgcn.s.barrier()", 'fence syncscope("workgroup") release', "define amdgpu_kernel void",
+  p = get_program(ast, AMDLLVMRenderer("gfx1100"), [Opt(OptOps.GROUPTOP, 0, 64), Opt(OptOps.UNROLL, 0, 4)])
+  for needle in ["addrspace(3) global [64 x <4 x float>]", "getelementptr inbounds <4 x float>, ptr addrspace(3) @temp0", "call void @llvm.amdgcn.s.barrier()", 'fence syncscope("workgroup") release', "define amdgpu_kernel void",
                  "@llvm.amdgcn.workitem.id.x()", "@llvm.amdgcn.workgroup.id.x()", '"amdgpu-flat-work-group-size"="1,64"', "ptr addrspace(1) noalias"]:
     assert needle in p.src, needle
+  if _amd_llvm_missing() is None:
+    from tinygrad.runtime.support.compiler_amd import AMDLLVMCompiler
+    assert _is_code_object(AMDLLVMCompiler("gfx1100").compile(p.src), p.name)
 
 @pytest.mark.parametrize("arch", ["gfx9999", "gfx90", "sm_80", "", "GFX1100"])
 def test_bad_arch_refused_before_llvm(arch):

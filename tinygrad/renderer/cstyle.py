@@ -664,6 +664,12 @@ class MetalRenderer(CStyleLanguage):
               dtypes.uint64: "ulong"}
   int_suffix = {dtypes.int64: "l", dtypes.uint64: "ul", dtypes.uint32: "u"}
   def vector_name(self, dt:DType) -> str: return f"{self.render_dtype(dt.scalar())}{dt.count}"
+  vector_alu_lanes = 4
+  # packed vectors need only their element's alignment (a float4* needs 16 bytes, which a vector at any element offset doesn't have)
+  def render_vload(self, addr:str, buf:UOp, dt:DType) -> str:
+    return f"{self.render_dtype(dt)}(*(({self._ptr_prefix(buf)}packed_{self.render_dtype(dt)}*){addr}))"
+  def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str:
+    return f"*(({self._ptr_prefix(buf)}packed_{self.render_dtype(dt)}*){addr}) = {v};"
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"as_type<{self.render_dtype(to_dt)}>({expr})"
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]: return ["#include <metal_stdlib>", "using namespace metal;"]
   def wmma_helper(self, arg:tuple) -> str:
@@ -673,6 +679,9 @@ class MetalRenderer(CStyleLanguage):
     fill = "".join(f"\n  m{x}.thread_elements()[0] = {x}[0]; m{x}.thread_elements()[1] = {x}[1];" for x in "abc")
     return (f"{tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{\n  simdgroup_{si}8x8 ma, mb; simdgroup_{so}8x8 mc;{fill}\n"
             f"  simdgroup_multiply_accumulate(mc, ma, mb, mc);\n  return {tcc}(mc.thread_elements()[0], mc.thread_elements()[1]);\n}}")
+
+def _ocml(fxn:str) -> Callable[..., str]:
+  return lambda *a, dtype: f"__ocml_{fxn}_f{64 if dtype.scalar() == dtypes.float64 else 32}({', '.join(a)})"
 
 class AMDRenderer(CStyleLanguage):
   """HIP C++ for AMD GPUs, compiled by clang for amdgcn."""
@@ -694,9 +703,14 @@ class AMDRenderer(CStyleLanguage):
   storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k != dtypes.float16}
   # transcendentals from ROCm's device library (ocml): the llvm.exp2/sin intrinsics that __builtin_* give have no f64 lowering on AMDGPU
   code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _c_math("sqrt"), Ops.TRUNC: _c_math("trunc"),
-                 **{op: (lambda fn: lambda *a, dtype: f"__ocml_{fn}_f{64 if dtype.scalar() == dtypes.float64 else 32}({', '.join(a)})")(op.name.lower())
-                    for op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)}}
+                 **{op: _ocml(op.name.lower()) for op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)}}
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"__builtin_bit_cast({self.render_dtype(to_dt)}, {expr})"
+  vector_alu_lanes = 4
+  # vectors at any element offset: memcpy needs only the element's alignment, where a float4* dereference promises 16 bytes
+  def render_vload(self, addr:str, buf:UOp, dt:DType) -> str:
+    return f"({{ {self.render_dtype(dt)} v; __builtin_memcpy(&v, {addr}, sizeof(v)); v; }})"
+  def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str:
+    return f"{{ {self.render_dtype(dt)} v = {v}; __builtin_memcpy({addr}, &v, sizeof(v)); }}"
   def wmma_helper(self, arg:tuple) -> str:
     # RDNA3 wave32 WMMA: the builtin takes the whole fragments as vectors
     ta, tb, tcc = self._wmma_types(arg)

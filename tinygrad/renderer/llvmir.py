@@ -193,7 +193,7 @@ def render_store(ctx:LLVMCtx, x:UOp) -> str:
 
 def render_index(ctx:LLVMCtx, x:UOp) -> str:
   if x.src[1].op is Ops.CONST and x.src[1].arg == 0: return ctx.r[x.src[0]]
-  elem = ltype(cast(PtrDType, buffer_of(x).dtype).base.scalar(), True)
+  elem = ltype(cast(PtrDType, buffer_of(x).dtype).base, True)   # a local of vectors (a group reduce of vector accumulators) steps by vectors
   return ctx.emit(f"getelementptr inbounds {elem}, {ctx.ptr(x)} {ctx.r[x.src[0]]}, {ltype(x.src[1].dtype)} {ctx.val(x.src[1])}")
 
 def render_range(ctx:LLVMCtx, x:UOp) -> str:
@@ -278,7 +278,7 @@ class LLVMRenderer(Renderer):
   has_threads = True
   vector_alu_lanes = 32
   dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d not in dtypes.fp8s)   # no fp8 conversions in this renderer
-  global_max = None
+  global_max: tuple[int, ...]|None = None
   supports_float4 = True
   # the ops written out above; the rest (exp2, log2, sin, pow, threefry ...) are decomposed before rendering
   code_for_op = {op: lambda *a, dtype: "" for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE,
@@ -358,7 +358,7 @@ class AMDLLVMRenderer(LLVMRenderer):
   has_threads = False
   vector_alu_lanes = 4
   shared_max = 65536
-  global_max = (2**31-1, 65535, 65535)
+  global_max: tuple[int, ...]|None = (2**31-1, 65535, 65535)
   local_max = (1024, 1024, 1024)
   global_ptr = "ptr addrspace(1)"
   calling_conv = "amdgpu_kernel "

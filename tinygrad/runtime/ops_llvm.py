@@ -55,10 +55,10 @@ class LLVMCompiler(Compiler):
     else:
       triple = _message(lib, lib.LLVMGetDefaultTargetTriple()).encode()
       self.cpu, self.features = _message(lib, lib.LLVMGetHostCPUName()).encode(), _message(lib, lib.LLVMGetHostCPUFeatures()).encode()
-    target, err = ctypes.c_void_p(), ctypes.c_void_p()
-    if lib.LLVMGetTargetFromTriple(triple, ctypes.byref(target), ctypes.byref(err)): raise RuntimeError(f"LLVM: {_message(lib, err.value)}")
+    tgt, err = ctypes.c_void_p(), ctypes.c_void_p()
+    if lib.LLVMGetTargetFromTriple(triple, ctypes.byref(tgt), ctypes.byref(err)): raise RuntimeError(f"LLVM: {_message(lib, err.value)}")
     # position independent code: constants are reached RIP-relative and calls go through the loader's stubs
-    self.tm = lib.LLVMCreateTargetMachine(target, triple, self.cpu, self.features, 3, 2, 0)
+    self.tm = lib.LLVMCreateTargetMachine(tgt, triple, self.cpu, self.features, 3, 2, 0)
     self.triple, self.ctx = triple, lib.LLVMContextCreate()
     ident = f"{self.version}\0{triple.decode()}\0{self.cpu.decode()}\0{self.features.decode()}\0{opt_level}"
     super().__init__(f"compile_llvm_{hashlib.sha256(ident.encode()).hexdigest()[:16]}")

@@ -9,7 +9,7 @@ from tinygrad.helpers import flat_mv
 
 @functools.cache
 def _objc() -> Any:
-  if sys.platform != "darwin": raise RuntimeError(f"no Metal (macOS only): the METAL device needs Apple's Metal framework, this is {platform.system()}")
+  if sys.platform != "darwin": raise RuntimeError(f"no Metal (macOS only): METAL needs Apple's Metal framework, this is {platform.system()}")
   objc = ctypes.CDLL("/usr/lib/libobjc.dylib")
   for fw in ("Foundation", "Metal"): ctypes.CDLL(f"/System/Library/Frameworks/{fw}.framework/{fw}")
   objc.objc_getClass.argtypes, objc.objc_getClass.restype = [ctypes.c_char_p], ctypes.c_void_p
@@ -21,7 +21,7 @@ class MTLSize(ctypes.Structure): _fields_ = [("width", ctypes.c_ulong), ("height
 @functools.cache
 def _sender(restype:Any, argtypes:tuple) -> Any:
   # objc_msgSend called through the exact prototype of the method (required on arm64)
-  return ctypes.CFUNCTYPE(restype, ctypes.c_void_p, ctypes.c_void_p, *argtypes)(ctypes.cast(_objc().objc_msgSend, ctypes.c_void_p).value)
+  return ctypes.CFUNCTYPE(restype, ctypes.c_void_p, ctypes.c_void_p, *argtypes)(ctypes.cast(_objc().objc_msgSend, ctypes.c_void_p).value or 0)
 
 def msg(obj:Any, sel:str, *args:tuple[Any, Any], restype:Any=ctypes.c_void_p) -> Any:
   """[obj sel...] with args given as (ctypes type, value) pairs."""
