@@ -80,3 +80,25 @@ def test_emulate_env_mfma(monkeypatch):
   try: r = PythonRenderer()
   finally: getenv.cache_clear()
   assert r.tensor_cores and r.tensor_cores[0].threads == 64 and r.emulate == "AMD_MFMA"
+
+def test_mfma_layout_matches_emulator():
+  # tc.py's bit layout of v_mfma_f32_16x16x16f16 against the emulator's formulas (written from AMD's documentation independently)
+  from tinygrad.renderer.tc import amd_mfma_tcs
+  from tinygrad.runtime import ops_python
+  tc = amd_mfma_tcs[0]
+  fmaps = ops_python._amd_maps(tc.dims, tc.threads)
+  for op, fmap, ept in zip("abc", fmaps, tc.elements_per_thread):
+    held = [fmap(t, e) for t in range(tc.threads) for e in range(ept)]
+    assert [tc.coords(op, t, e) for t in range(tc.threads) for e in range(ept)] == held, op
+    assert sorted(held) == [(r, c) for r in range(16) for c in range(16)], f"{op}: every element once (no copies in wave64)"
+
+@pytest.mark.parametrize("shape", [(16, 16, 16), (32, 16, 48), (16, 64, 32)])
+def test_mfma_matmul_shapes(shape, monkeypatch):
+  monkeypatch.setattr(Device["PYTHON"], "renderer", PythonRenderer("AMD_MFMA"))
+  monkeypatch.setattr(realize, "method_cache", {})
+  M, N, K = shape
+  an, bn = _rand(M, K, dt=np.float16, seed=M), _rand(K, N, dt=np.float16, seed=N)
+  a, b = Tensor(an, device="PYTHON").realize(), Tensor(bn, device="PYTHON").realize()
+  got, p = _run((a.reshape(M, 1, K) * b.T.reshape(1, N, K)).sum(-1, dtype=dtypes.float), [Opt(OptOps.TC, 0, (0, 0))])
+  np.testing.assert_allclose(got.reshape(M, N), an.astype(np.float64) @ bn.astype(np.float64), rtol=1e-3, atol=1e-3)
+  assert [u.arg[5] for u in _uops([p], Ops.WMMA)] == [64] and p.local_size is not None and np.prod(p.local_size) % 64 == 0

@@ -5,10 +5,12 @@ from __future__ import annotations
 import ctypes, functools, os, re, shutil, subprocess, tempfile
 from typing import Any
 from tinygrad.device import Compiler, CompileError
-from tinygrad.renderer.llvmir import check_amd_arch
+from tinygrad.renderer import Renderer
+from tinygrad.renderer.llvmir import AMDLLVMRenderer, check_amd_arch
 from tinygrad.runtime.ops_llvm import LLVMCompiler, llvm, _numbered
 from tinygrad.helpers import getenv
 
+MIN_LLVM = {"gfx90a": 13, "gfx1030": 12, "gfx1100": 15}   # the first LLVM that knows the arch (older ones may abort on it)
 LLD_HINT = "install lld, e.g. `apt-get install -y lld-15`"
 ROCM_HINT = "install ROCm's HIP runtime (https://rocm.docs.amd.com, e.g. `apt-get install -y hip-runtime-amd`)"
 
@@ -30,6 +32,7 @@ class AMDLLVMCompiler(LLVMCompiler):
     self.arch = check_amd_arch(arch)   # before LLVM sees it
     self.lld = find_lld()
     _init_amdgpu()
+    if 0 < (ver := llvm()[1]) < MIN_LLVM[arch]: raise ValueError(f"AMD arch {arch} needs LLVM {MIN_LLVM[arch]} or newer, this libLLVM is {ver}")
     super().__init__(2, ("amdgcn-amd-amdhsa", arch, ""))
     self.cachekey = f"compile_amdllvm_{arch}_{self.version}"
   def compile(self, src:str) -> bytes:
@@ -75,3 +78,7 @@ class HIPCompiler(Compiler):
       lib.hiprtcGetCode(prog, code := ctypes.create_string_buffer(size.value))
       return code.raw
     finally: lib.hiprtcDestroyProgram(ctypes.byref(prog))
+
+def cross_target(arch:str="gfx1100") -> tuple[Renderer, Compiler]:
+  """The AMD renderer and compiler for compile-only runs without a GPU (a cross-compile hook registers it as e.g. AMD:gfx90a)."""
+  return AMDLLVMRenderer(arch), AMDLLVMCompiler(arch)
