@@ -133,3 +133,18 @@ def test_hip_source_compiles_with_clang(arch):
   ok, failed = lower_all(AMDRenderer(), check)
   print(f"HIP {arch} (clang): {ok} kernels compiled, {len(failed)} failed" + "".join(f"\n  {f}" for f in failed))
   assert ok >= 60 and not failed, failed
+
+@pytest.mark.skipif(_clang_hip() is None, reason="no clang with the HIP front end and the AMDGPU target")
+@pytest.mark.parametrize("arch,instr", [("gfx1100", "v_wmma_f32_16x16x16_f16"), ("gfx90a", "v_mfma_f32_16x16x16f16")])
+def test_hip_tensor_cores_compile_with_clang(arch, instr):
+  ren = AMDRenderer(arch)
+  assert ren.tensor_cores == AMD_ARCHS[arch] and repr(ren) == f"AMDRenderer({arch!r})"
+  import pickle
+  assert pickle.loads(pickle.dumps(ren)).tensor_cores == ren.tensor_cores   # BEAM's workers rebuild it
+  a, b = Tensor.empty(32, 64, dtype=dtypes.half, device=DEV), Tensor.empty(32, 64, dtype=dtypes.half, device=DEV)
+  ast = (a.reshape(32, 1, 64) * b.reshape(1, 32, 64)).sum(-1, dtype=dtypes.float).schedule()[-1].ast
+  p = get_program(ast, ren, [Opt(OptOps.TC, 0, (0, 0))])
+  ret = subprocess.run([str(_clang_hip()), "-x", "hip", f"--offload-arch={arch}", "-nogpuinc", "-nogpulib", "--cuda-device-only", "-O1", "-S", "-o", "-",
+                        "-"], input=p.src.encode(), capture_output=True)
+  assert ret.returncode == 0 and instr in ret.stdout.decode(), ret.stderr.decode()[:2000]
+  assert AMDRenderer("gfx1030").tensor_cores == []

@@ -7,7 +7,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate, DTYPES_DICT
 from tinygrad.renderer import Renderer, ALL_VECTOR_ALU_OPS, ALL_VECTOR_ALU_DTYPES
 from tinygrad.helpers import prod
-from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, metal_tcs, intel_tcs
+from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, amd_mfma_tcs, metal_tcs, intel_tcs
 
 # ***** helpers shared by the renderers (and the PYTHON device) *****
 
@@ -696,6 +696,11 @@ class AMDRenderer(CStyleLanguage):
   float4_close = "}"
   infinity = "__builtin_inff()"
   nan = '__builtin_nanf("")'
+  def __init__(self, arch:str="gfx1100"):
+    # WMMA on RDNA3 (wave32), MFMA on CDNA2/3 (wave64), none elsewhere
+    self.arch, self.tensor_cores = arch, amd_tcs if arch.startswith("gfx11") else amd_mfma_tcs if arch in ("gfx90a", "gfx940", "gfx942") else []
+  def __reduce__(self): return self.__class__, (self.arch,)
+  def __repr__(self): return f"AMDRenderer({self.arch!r})"
   code_for_workitem = {"g": lambda d: f"__ockl_get_group_id({d})", "l": lambda d: f"__ockl_get_local_id({d})",
                        "i": lambda d: f"__ockl_get_global_id({d})"}
   type_map = {dtypes.float16: "_Float16"}
@@ -712,10 +717,10 @@ class AMDRenderer(CStyleLanguage):
   def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str:
     return f"{{ {self.render_dtype(dt)} v = {v}; __builtin_memcpy({addr}, &v, sizeof(v)); }}"
   def wmma_helper(self, arg:tuple) -> str:
-    # RDNA3 wave32 WMMA: the builtin takes the whole fragments as vectors
+    # RDNA3 wave32 WMMA / CDNA wave64 MFMA: the builtin takes the whole fragments as vectors
     ta, tb, tcc = self._wmma_types(arg)
-    return (f"static inline __attribute__((device)) {tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{ "
-            f"return __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a, b, c); }}")
+    call = "__builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a, b, c)" if arg[5] == 32 else "__builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0)"
+    return f"static inline __attribute__((device)) {tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{ return {call}; }}"
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:
     ret = [f'extern "C" __attribute__((device, const)) unsigned long __ockl_get_{n}_id(unsigned int);' for n in ("group", "local", "global")]
     ret += [f'extern "C" __attribute__((device, const)) {t} __ocml_{fn}_f{b}({t}{", " + t if fn == "pow" else ""});'

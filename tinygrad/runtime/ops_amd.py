@@ -103,8 +103,5 @@ def amd_renderer_compiler(arch:str) -> tuple[Renderer, Compiler]:
   if not AMD_LLVM:
     try: compiler: Compiler = HIPCompiler(arch)
     except RuntimeError: pass
-    else:
-      renderer = AMDRenderer()
-      renderer.tensor_cores = renderer.tensor_cores if arch.startswith("gfx11") else []   # its WMMA helper is RDNA3's
-      return renderer, compiler
+    else: return AMDRenderer(arch), compiler
   return AMDLLVMRenderer(arch), AMDLLVMCompiler(arch)
