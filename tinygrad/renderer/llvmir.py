@@ -334,10 +334,10 @@ def amd_local(ctx:LLVMCtx, x:UOp) -> str:
 
 def amd_wmma(ctx:LLVMCtx, x:UOp) -> str:
   # half operands are floats in registers (already rounded): narrow them to the instruction's halves
+  if (x.arg[2], x.arg[3]) != (dtypes.half, dtypes.float): raise NotImplementedError(f"AMDLLVMRenderer has no {x.arg[0]}")
   (na, nb), nc = (s.dtype.count for s in x.src[:2]), x.dtype.count
   a, b, c = (ctx.val(s) for s in x.src)
   ha, hb = (ctx.emit(f"fptrunc <{n} x float> {v} to <{n} x half>") for n, v in ((na, a), (nb, b)))
-  if (x.arg[2], x.arg[3]) != (dtypes.half, dtypes.float): raise NotImplementedError(f"AMDLLVMRenderer has no {x.arg[0]}")
   fn, extra = ("llvm.amdgcn.wmma.f32.16x16x16.f16", "") if x.arg[5] == 32 else ("llvm.amdgcn.mfma.f32.16x16x16f16", ", i32 0, i32 0, i32 0")
   sig = f"<{na} x half>, <{nb} x half>, <{nc} x float>" + (", i32, i32, i32" if extra else "")
   ctx.intrinsics.add(f"declare <{nc} x float> @{fn}({sig})")

@@ -56,7 +56,7 @@ class MetalProgram:
     mlib = msg(dev.device, "newLibraryWithSource:options:error:", (ctypes.c_void_p, nsstring(lib.decode())), (ctypes.c_void_p, None),
                (ctypes.c_void_p, ctypes.addressof(err)))
     if not mlib: raise CompileError(f"Metal failed to compile {name}:\n{nserror(err.value)}\nsource:\n{_numbered(lib.decode())}")
-    fxn = msg(mlib, "newFunctionWithName:", (ctypes.c_void_p, nsstring(name)))
+    if not (fxn := msg(mlib, "newFunctionWithName:", (ctypes.c_void_p, nsstring(name)))): raise RuntimeError(f"no function {name!r} in the library")
     self.pipeline = msg(dev.device, "newComputePipelineStateWithFunction:error:", (ctypes.c_void_p, fxn), (ctypes.c_void_p, ctypes.addressof(err)))
     if not self.pipeline: raise RuntimeError(f"Metal failed to make a pipeline for {name}: {nserror(err.value)}")
   def __call__(self, *bufs:int, global_size:tuple[int, ...]|None=(1, 1, 1), local_size:tuple[int, ...]|None=None, vals:tuple[int, ...]=(),
@@ -66,7 +66,8 @@ class MetalProgram:
     msg(enc, "setComputePipelineState:", (ctypes.c_void_p, self.pipeline))
     for i, b in enumerate(bufs): msg(enc, "setBuffer:offset:atIndex:", (ctypes.c_void_p, b), (ctypes.c_ulong, 0), (ctypes.c_ulong, i))
     for i, v in enumerate(vals, len(bufs)):
-      msg(enc, "setBytes:length:atIndex:", (ctypes.c_void_p, ctypes.addressof(ctypes.c_int32(v))), (ctypes.c_ulong, 4), (ctypes.c_ulong, i))
+      iv = ctypes.c_int32(v)   # alive until the call has copied it
+      msg(enc, "setBytes:length:atIndex:", (ctypes.c_void_p, ctypes.addressof(iv)), (ctypes.c_ulong, 4), (ctypes.c_ulong, i))
     gs, ls = (tuple(global_size or ()) + (1, 1, 1))[:3], (tuple(local_size or ()) + (1, 1, 1))[:3]
     msg(enc, "dispatchThreadgroups:threadsPerThreadgroup:", (MTLSize, MTLSize(*gs)), (MTLSize, MTLSize(*ls)))
     msg(enc, "endEncoding")
