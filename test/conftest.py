@@ -7,8 +7,10 @@ from tinygrad.device import Device, is_dtype_supported
 from tinygrad.dtype import DType
 
 # run a test on each device: it becomes Device.DEFAULT for the test. A device that can't open here (no library, no hardware) is skipped,
-# and so is a test whose parameters name a dtype the device doesn't hold. REMOTE joins when REMOTE_HOST names a running server
-@pytest.fixture(params=["CPU", "PYTHON", "LLVM", "GPU"] + (["REMOTE"] if os.environ.get("REMOTE_HOST") else []))
+# and so is a test whose parameters name a dtype the device doesn't hold. REMOTE joins when REMOTE_HOST names a running server, the GPUs
+# of machines that have one when TEST_DEVICES names them (e.g. TEST_DEVICES=AMD,METAL)
+@pytest.fixture(params=["CPU", "PYTHON", "LLVM", "GPU"] + (["REMOTE"] if os.environ.get("REMOTE_HOST") else []) +
+                [d for d in os.environ.get("TEST_DEVICES", "").upper().split(",") if d])
 def device(request, monkeypatch):
   try: Device[request.param]
   except Exception as e: pytest.skip(f"device {request.param} is not available: {e}")

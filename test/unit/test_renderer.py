@@ -386,7 +386,7 @@ def _gpu_kernel() -> list[UOp]:
                   "__shared__", "__syncthreads();", "cuda_fp16.h", "(float4*)", ".y"]),
   (MetalRenderer, ["kernel void k(device float* data0, device half* data1, constant int& n, uint3 gid [[threadgroup_position_in_grid]], "
                    "uint3 lid [[thread_position_in_threadgroup]])", "gid.x", "lid.x", "threadgroup_barrier(mem_flags::mem_threadgroup);",
-                   "threadgroup __attribute__((aligned(16))) float temp0[16];", "(threadgroup float4*)", "metal_stdlib"]),
+                   "threadgroup __attribute__((aligned(16))) float temp0[16];", "(threadgroup packed_float4*)", "metal_stdlib"]),
   (AMDRenderer, ['extern "C" __attribute__((global)) void __attribute__((amdgpu_flat_work_group_size(1, 16))) k(float* data0, _Float16* data1, '
                  'const int n)', "__ockl_get_group_id(0)", "__ockl_get_local_id(0)", "__builtin_amdgcn_s_barrier()", "ext_vector_type(4)",
                  "__attribute__((shared, aligned(16)))"]),

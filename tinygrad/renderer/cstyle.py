@@ -7,7 +7,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate, DTYPES_DICT
 from tinygrad.renderer import Renderer, ALL_VECTOR_ALU_OPS, ALL_VECTOR_ALU_DTYPES
 from tinygrad.helpers import prod
-from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, metal_tcs, intel_tcs
+from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, amd_mfma_tcs, metal_tcs, intel_tcs
 
 # ***** helpers shared by the renderers (and the PYTHON device) *****
 
@@ -680,6 +680,12 @@ class MetalRenderer(CStyleLanguage):
               dtypes.uint64: "ulong"}
   int_suffix = {dtypes.int64: "l", dtypes.uint64: "ul", dtypes.uint32: "u"}
   def vector_name(self, dt:DType) -> str: return f"{self.render_dtype(dt.scalar())}{dt.count}"
+  vector_alu_lanes = 4
+  # packed vectors need only their element's alignment (a float4* needs 16 bytes, which a vector at any element offset doesn't have)
+  def render_vload(self, addr:str, buf:UOp, dt:DType) -> str:
+    return f"{self.render_dtype(dt)}(*(({self._ptr_prefix(buf)}packed_{self.render_dtype(dt)}*){addr}))"
+  def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str:
+    return f"*(({self._ptr_prefix(buf)}packed_{self.render_dtype(dt)}*){addr}) = {v};"
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"as_type<{self.render_dtype(to_dt)}>({expr})"
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]: return ["#include <metal_stdlib>", "using namespace metal;"]
   def wmma_helper(self, arg:tuple) -> str:
@@ -689,6 +695,9 @@ class MetalRenderer(CStyleLanguage):
     fill = "".join(f"\n  m{x}.thread_elements()[0] = {x}[0]; m{x}.thread_elements()[1] = {x}[1];" for x in "abc")
     return (f"{tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{\n  simdgroup_{si}8x8 ma, mb; simdgroup_{so}8x8 mc;{fill}\n"
             f"  simdgroup_multiply_accumulate(mc, ma, mb, mc);\n  return {tcc}(mc.thread_elements()[0], mc.thread_elements()[1]);\n}}")
+
+def _ocml(fxn:str) -> Callable[..., str]:
+  return lambda *a, dtype: f"__ocml_{fxn}_f{64 if dtype.scalar() == dtypes.float64 else 32}({', '.join(a)})"
 
 class AMDRenderer(CStyleLanguage):
   """HIP C++ for AMD GPUs, compiled by clang for amdgcn."""
@@ -703,22 +712,40 @@ class AMDRenderer(CStyleLanguage):
   float4_close = "}"
   infinity = "__builtin_inff()"
   nan = '__builtin_nanf("")'
+  def __init__(self, arch:str="gfx1100"):
+    # WMMA on RDNA3 (wave32), MFMA on CDNA2/3 (wave64), none elsewhere
+    self.arch, self.tensor_cores = arch, amd_tcs if arch.startswith("gfx11") else amd_mfma_tcs if arch in ("gfx90a", "gfx940", "gfx942") else []
+  def __reduce__(self): return self.__class__, (self.arch,)
+  def __repr__(self): return f"AMDRenderer({self.arch!r})"
   code_for_workitem = {"g": lambda d: f"__ockl_get_group_id({d})", "l": lambda d: f"__ockl_get_local_id({d})",
                        "i": lambda d: f"__ockl_get_global_id({d})"}
-  type_map = {dtypes.float16: "_Float16", dtypes.bfloat16: "__bf16"}
-  code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _c_math("sqrt"), Ops.EXP2: _c_math("exp2"), Ops.LOG2: _c_math("log2"),
-                 Ops.SIN: _c_math("sin"), Ops.TRUNC: _c_math("trunc"), Ops.POW: _c_math("pow")}
+  type_map = {dtypes.float16: "_Float16"}
+  # clang before 17 has no __bf16 arithmetic on AMDGPU: bfloat16 (and fp8) are bits computed in float, as on CPU
+  storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k != dtypes.float16}
+  # transcendentals from ROCm's device library (ocml): the llvm.exp2/sin intrinsics that __builtin_* give have no f64 lowering on AMDGPU
+  code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _c_math("sqrt"), Ops.TRUNC: _c_math("trunc"),
+                 **{op: _ocml(op.name.lower()) for op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)}}
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"__builtin_bit_cast({self.render_dtype(to_dt)}, {expr})"
+  vector_alu_lanes = 4
+  # vectors at any element offset: memcpy needs only the element's alignment, where a float4* dereference promises 16 bytes
+  def render_vload(self, addr:str, buf:UOp, dt:DType) -> str:
+    return f"({{ {self.render_dtype(dt)} v; __builtin_memcpy(&v, {addr}, sizeof(v)); v; }})"
+  def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str:
+    return f"{{ {self.render_dtype(dt)} v = {v}; __builtin_memcpy({addr}, &v, sizeof(v)); }}"
   def wmma_helper(self, arg:tuple) -> str:
-    # RDNA3 wave32 WMMA: the builtin takes the whole fragments as vectors
+    # RDNA3 wave32 WMMA / CDNA wave64 MFMA: the builtin takes the whole fragments as vectors
     ta, tb, tcc = self._wmma_types(arg)
-    return (f"static inline __attribute__((device)) {tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{ "
-            f"return __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a, b, c); }}")
+    call = "__builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a, b, c)" if arg[5] == 32 else "__builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0)"
+    return f"static inline __attribute__((device)) {tcc} __{arg[0]}({ta} a, {tb} b, {tcc} c) {{ return {call}; }}"
   def render_helpers(self, ctx:CStyleCtx, uops:list[UOp]) -> list[str]:
     ret = [f'extern "C" __attribute__((device, const)) unsigned long __ockl_get_{n}_id(unsigned int);' for n in ("group", "local", "global")]
-    for dt in sorted({d for u in uops for d in (u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype,) if d.count > 1}):
+    ret += [f'extern "C" __attribute__((device, const)) {t} __ocml_{fn}_f{b}({t}{", " + t if fn == "pow" else ""});'
+            for fn in ("exp2", "log2", "sin", "pow") for t, b in (("float", 32), ("double", 64))]
+    for dt in sorted({self.value_dtype(d) for u in uops for d in (u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype,) if d.count > 1}):
       ret.append(f"typedef {self.render_dtype(dt.scalar())} {dt.name} __attribute__((ext_vector_type({dt.count})));")
-    return ret
+    # the bits <-> float helpers become device functions too
+    return ret + (["#pragma clang force_cuda_host_device begin", *helpers, "#pragma clang force_cuda_host_device end"]
+                  if (helpers := _storage_helpers(self, uops)) else [])
 
 class IntelRenderer(OpenCLRenderer):
   """OpenCL C for Intel GPUs, with XMX tensor cores through cl_intel_subgroup_matrix_multiply_accumulate."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 import math, struct
 from typing import Any, cast
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
 from tinygrad.dtype import DType, DTYPES_DICT, PtrDType, dtypes, truncate
 from tinygrad.renderer import Renderer
+from tinygrad.renderer.tc import TensorCore, amd_tcs, amd_mfma_tcs
 from tinygrad.renderer.cstyle import with_sources, index_of, buffer_of, mem_gate, load_alt, _nonzero_const, _EXACT_OPS, _BOOL_OPS
 
 _STORED = (dtypes.float16, dtypes.bfloat16)   # i16 in memory, float in registers
@@ -43,6 +44,9 @@ class LLVMCtx:
     self.mutable: set[UOp] = set()     # accumulators: r holds their alloca, every read is a load
     self.intrinsics: set[str] = set()
     self.block, self.n = "entry", 0
+    self.gptr = "ptr"                  # the pointer type of a global buffer (AMDGPU: addrspace(1)); locals are addrspace(3)
+    self.decls: list[str] = []         # module-level definitions: the kernel's local memory
+  def ptr(self, u:UOp) -> str: return "ptr addrspace(3)" if buffer_of(u).op is Ops.DEFINE_LOCAL else self.gptr
   def tmp(self) -> str:
     self.n += 1
     return f"%v{self.n}"
@@ -174,7 +178,7 @@ def render_load(ctx:LLVMCtx, x:UOp) -> str:
   idx = index_of(x.src[0])
   elem = cast(PtrDType, buffer_of(idx).dtype).base.scalar()
   dt = elem.vec(x.dtype.count)
-  def body() -> str: return from_mem(ctx, ctx.emit(f"load {ltype(dt, True)}, ptr {ctx.r[idx]}, align {elem.itemsize}"), dt)
+  def body() -> str: return from_mem(ctx, ctx.emit(f"load {ltype(dt, True)}, {ctx.ptr(idx)} {ctx.r[idx]}, align {elem.itemsize}"), dt)
   alt = ctx.val(a) if (a := load_alt(x)) is not None else lconst(0, x.dtype)
   return _gated(ctx, mem_gate(x), body, alt, ltype(x.dtype))
 
@@ -183,14 +187,14 @@ def render_store(ctx:LLVMCtx, x:UOp) -> str:
   elem = cast(PtrDType, buffer_of(idx).dtype).base.scalar()
   dt = elem.vec(val.dtype.count)
   def body() -> str:
-    ctx.lines.append(f"  store {ltype(dt, True)} {to_mem(ctx, ctx.val(val), dt)}, ptr {ctx.r[idx]}, align {elem.itemsize}")
+    ctx.lines.append(f"  store {ltype(dt, True)} {to_mem(ctx, ctx.val(val), dt)}, {ctx.ptr(idx)} {ctx.r[idx]}, align {elem.itemsize}")
     return ""
   return _gated(ctx, mem_gate(x), body)
 
 def render_index(ctx:LLVMCtx, x:UOp) -> str:
   if x.src[1].op is Ops.CONST and x.src[1].arg == 0: return ctx.r[x.src[0]]
-  elem = ltype(cast(PtrDType, buffer_of(x).dtype).base.scalar(), True)
-  return ctx.emit(f"getelementptr inbounds {elem}, ptr {ctx.r[x.src[0]]}, {ltype(x.src[1].dtype)} {ctx.val(x.src[1])}")
+  elem = ltype(cast(PtrDType, buffer_of(x).dtype).base, True)   # a local of vectors (a group reduce of vector accumulators) steps by vectors
+  return ctx.emit(f"getelementptr inbounds {elem}, {ctx.ptr(x)} {ctx.r[x.src[0]]}, {ltype(x.src[1].dtype)} {ctx.val(x.src[1])}")
 
 def render_range(ctx:LLVMCtx, x:UOp) -> str:
   ctx.n += 1
@@ -274,17 +278,19 @@ class LLVMRenderer(Renderer):
   has_threads = True
   vector_alu_lanes = 32
   dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d not in dtypes.fp8s)   # no fp8 conversions in this renderer
-  global_max = None
+  global_max: tuple[int, ...]|None = None
   supports_float4 = True
   # the ops written out above; the rest (exp2, log2, sin, pow, threefry ...) are decomposed before rendering
   code_for_op = {op: lambda *a, dtype: "" for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE,
                  Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.TRUNC, Ops.WHERE, Ops.MULACC)}
+  global_ptr = "ptr"
   def render(self, name:str, uops:list[UOp]) -> str:
     ctx = LLVMCtx()
+    ctx.gptr = self.global_ptr
     uops = with_sources(uops)
     params: list[str] = []
     for u in sorted((u for u in uops if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg):
-      params.append(f"ptr noalias align {cast(PtrDType, u.dtype).base.itemsize} %data{u.arg}")
+      params.append(f"{self.global_ptr} noalias align {cast(PtrDType, u.dtype).base.itemsize} %data{u.arg}")
       ctx.r[u] = f"%data{u.arg}"
     for u in sorted((u for u in uops if u.op is Ops.DEFINE_VAR), key=lambda u: u.arg[0]):
       params.append(f"{ltype(u.dtype)} %dv.{u.arg[0]}")
@@ -292,8 +298,79 @@ class LLVMRenderer(Renderer):
     if any(u.op is Ops.SPECIAL and u.arg[0] == "core_id" for u in uops): params.append("i32 %core_id")
     for u in uops:
       if u in ctx.r: continue
-      if (s := self.rewrite(ctx, u)) is None: raise NotImplementedError(f"LLVMRenderer can't render {u.op}")
+      if (s := self.rewrite(ctx, u)) is None: raise NotImplementedError(f"{type(self).__name__} can't render {u.op}")
       ctx.r[u] = s
-    return "\n".join([f"define void @{name}({', '.join(params)}) #0 {{", "entry:", *ctx.allocas, *ctx.lines, "  ret void", "}",
-                      *sorted(ctx.intrinsics), 'attributes #0 = { nounwind "no-trapping-math"="true" }']) + "\n"
+    return "\n".join([*self.module_head(), *ctx.decls, f"define {self.calling_conv}void @{name}({', '.join(params)}) #0 {{", "entry:", *ctx.allocas,
+                      *ctx.lines, "  ret void", "}", *sorted(ctx.intrinsics), f"attributes #0 = {{ {self.function_attrs(uops)} }}"]) + "\n"
+  calling_conv = ""
+  def module_head(self) -> list[str]: return []
+  def function_attrs(self, uops:list[UOp]) -> str: return 'nounwind "no-trapping-math"="true"'
   def rewrite(self, ctx:LLVMCtx, u:UOp) -> str|None: return cast(str|None, llvm_rewrite.rewrite(u, ctx=ctx))
+
+# ***** AMDGPU: the same IR for the amdgcn-amd-amdhsa triple, with address spaces, work-item ids, barriers and local memory *****
+
+AMD_ARCHS = {"gfx90a": amd_mfma_tcs, "gfx1030": [], "gfx1100": amd_tcs}   # the archs LLVM 15 knows that we compile for, and their tensor cores
+
+def check_amd_arch(arch:str) -> str:
+  # LLVM aborts the process on some unknown processor names, so refuse them before it sees one
+  if arch not in AMD_ARCHS: raise ValueError(f"unknown AMD arch {arch!r}: expected one of {', '.join(AMD_ARCHS)}")
+  return arch
+
+def amd_special(ctx:LLVMCtx, x:UOp) -> str:
+  fn = f"llvm.amdgcn.{'workgroup' if x.arg.kind is ThreadKind.GLOBAL else 'workitem'}.id.{'xyz'[x.arg.dim]}"
+  ctx.intrinsics.add(f"declare i32 @{fn}()")
+  v = ctx.emit(f"call i32 @{fn}()")
+  return v if ltype(x.dtype) == "i32" else ctx.emit(f"zext i32 {v} to {ltype(x.dtype)}")
+
+def amd_barrier(ctx:LLVMCtx) -> str:
+  ctx.intrinsics.add("declare void @llvm.amdgcn.s.barrier()")
+  ctx.lines += ['  fence syncscope("workgroup") release', "  call void @llvm.amdgcn.s.barrier()", '  fence syncscope("workgroup") acquire']
+  return ""
+
+def amd_local(ctx:LLVMCtx, x:UOp) -> str:
+  dt = cast(PtrDType, x.dtype)
+  ctx.decls.append(f"@{x.arg} = internal unnamed_addr addrspace(3) global [{dt.size} x {ltype(dt.base, True)}] undef, align 16")
+  return f"@{x.arg}"
+
+def amd_wmma(ctx:LLVMCtx, x:UOp) -> str:
+  # half operands are floats in registers (already rounded): narrow them to the instruction's halves
+  if (x.arg[2], x.arg[3]) != (dtypes.half, dtypes.float): raise NotImplementedError(f"AMDLLVMRenderer has no {x.arg[0]}")
+  (na, nb), nc = (s.dtype.count for s in x.src[:2]), x.dtype.count
+  a, b, c = (ctx.val(s) for s in x.src)
+  ha, hb = (ctx.emit(f"fptrunc <{n} x float> {v} to <{n} x half>") for n, v in ((na, a), (nb, b)))
+  fn, extra = ("llvm.amdgcn.wmma.f32.16x16x16.f16", "") if x.arg[5] == 32 else ("llvm.amdgcn.mfma.f32.16x16x16f16", ", i32 0, i32 0, i32 0")
+  sig = f"<{na} x half>, <{nb} x half>, <{nc} x float>" + (", i32, i32, i32" if extra else "")
+  ctx.intrinsics.add(f"declare <{nc} x float> @{fn}({sig})")
+  return ctx.emit(f"call <{nc} x float> @{fn}(<{na} x half> {ha}, <{nb} x half> {hb}, <{nc} x float> {c}{extra})")
+
+amd_rewrite = PatternMatcher([
+  (UPat(Ops.SPECIAL, name="x"), amd_special),
+  (UPat(Ops.BARRIER), amd_barrier),
+  (UPat(Ops.DEFINE_LOCAL, name="x"), amd_local),
+  (UPat(Ops.WMMA, name="x"), amd_wmma),
+]) + llvm_rewrite
+
+class AMDLLVMRenderer(LLVMRenderer):
+  """LLVM IR for AMD GPUs (amdgcn-amd-amdhsa): an amdgpu_kernel over global (addrspace 1) buffers, local memory in addrspace 3."""
+  device = "AMD"
+  has_local = True
+  has_shared = True
+  has_threads = False
+  vector_alu_lanes = 4
+  shared_max = 65536
+  global_max: tuple[int, ...]|None = (2**31-1, 65535, 65535)
+  local_max = (1024, 1024, 1024)
+  global_ptr = "ptr addrspace(1)"
+  calling_conv = "amdgpu_kernel "
+  def __init__(self, arch:str="gfx1100"):
+    self.arch = check_amd_arch(arch)
+    self.tensor_cores: list[TensorCore] = AMD_ARCHS[arch]
+  def __reduce__(self): return self.__class__, (self.arch,)
+  def __repr__(self): return f"AMDLLVMRenderer({self.arch!r})"
+  def module_head(self) -> list[str]: return ['target triple = "amdgcn-amd-amdhsa"']
+  def function_attrs(self, uops:list[UOp]) -> str:
+    local = 1
+    for u in uops:
+      if u.op is Ops.SPECIAL and u.arg.kind is ThreadKind.LOCAL: local *= u.arg[1] if isinstance(u.arg[1], int) else 1024
+    return f'nounwind "no-trapping-math"="true" "amdgpu-flat-work-group-size"="1,{min(max(local, 1), 1024)}"'
+  def rewrite(self, ctx:LLVMCtx, u:UOp) -> str|None: return cast(str|None, amd_rewrite.rewrite(u, ctx=ctx))

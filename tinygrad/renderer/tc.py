@@ -118,6 +118,11 @@ cuda_tcs = [TensorCore((8, 16, 16), 32, (8, 4, 4), di, dtypes.float, "CUDA", a=_
 amd_tcs = [TensorCore((16, 16, 16), 32, (16, 16, 8), dtypes.half, dtypes.float, "AMD", a=_L("t0 t1 t2 t3", "e0 e1 e2 e3"),
                       b=_L("e0 e1 e2 e3", "t0 t1 t2 t3"), c=_L("t4 e0 e1 e2", "t0 t1 t2 t3"))]
 
+# AMD CDNA (gfx90a) v_mfma_f32_16x16x16f16 in wave64, from AMD's CDNA2 ISA reference and its matrix instruction calculator: lane l holds
+# row l % 16 of A and column l % 16 of B, elements i = k % 4 with k // 4 = l // 16; D element i of lane l is row 4*(l // 16) + i, column l % 16.
+amd_mfma_tcs = [TensorCore((16, 16, 16), 64, (4, 4, 4), dtypes.half, dtypes.float, "AMD", a=_L("t0 t1 t2 t3", "e0 e1 t4 t5"),
+                           b=_L("e0 e1 t4 t5", "t0 t1 t2 t3"), c=_L("e0 e1 t4 t5", "t0 t1 t2 t3"))]
+
 # Apple simdgroup_float8x8 / simdgroup_half8x8 (simdgroup_multiply_accumulate). Apple doesn't document where thread_elements() live; this
 # is the layout of the patent (US11256518B2) that metal-flash-attention and MLX's steel GEMM (BaseMMAFrag::get_coord) use: thread t holds
 # row ((t >> 1) & 3) + 4*(t >> 4), columns 2*(t & 1) + 4*((t >> 3) & 1) + {0, 1}; the same for A, B and C.

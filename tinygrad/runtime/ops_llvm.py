@@ -47,15 +47,18 @@ def _numbered(src:str) -> str: return "\n".join(f"{i:4d} {line}" for i,line in e
 
 class LLVMCompiler(Compiler):
   """LLVM IR -> an x86-64 ELF object, optimized with the new pass manager's default<O2> pipeline for the host CPU."""
-  def __init__(self, opt_level:int=2):
+  def __init__(self, opt_level:int=2, target:tuple[str, str, str]|None=None):
+    """target: (triple, cpu, features) to cross-compile for (its LLVM target initialized); None: the host."""
     lib, self.version = llvm()
     self.lib, self.opt = lib, opt_level
-    triple = _message(lib, lib.LLVMGetDefaultTargetTriple()).encode()
-    self.cpu, self.features = _message(lib, lib.LLVMGetHostCPUName()).encode(), _message(lib, lib.LLVMGetHostCPUFeatures()).encode()
-    target, err = ctypes.c_void_p(), ctypes.c_void_p()
-    if lib.LLVMGetTargetFromTriple(triple, ctypes.byref(target), ctypes.byref(err)): raise RuntimeError(f"LLVM: {_message(lib, err.value)}")
+    if target is not None: triple, self.cpu, self.features = (t.encode() for t in target)
+    else:
+      triple = _message(lib, lib.LLVMGetDefaultTargetTriple()).encode()
+      self.cpu, self.features = _message(lib, lib.LLVMGetHostCPUName()).encode(), _message(lib, lib.LLVMGetHostCPUFeatures()).encode()
+    tgt, err = ctypes.c_void_p(), ctypes.c_void_p()
+    if lib.LLVMGetTargetFromTriple(triple, ctypes.byref(tgt), ctypes.byref(err)): raise RuntimeError(f"LLVM: {_message(lib, err.value)}")
     # position independent code: constants are reached RIP-relative and calls go through the loader's stubs
-    self.tm = lib.LLVMCreateTargetMachine(target, triple, self.cpu, self.features, 3, 2, 0)
+    self.tm = lib.LLVMCreateTargetMachine(tgt, triple, self.cpu, self.features, 3, 2, 0)
     self.triple, self.ctx = triple, lib.LLVMContextCreate()
     ident = f"{self.version}\0{triple.decode()}\0{self.cpu.decode()}\0{self.features.decode()}\0{opt_level}"
     super().__init__(f"compile_llvm_{hashlib.sha256(ident.encode()).hexdigest()[:16]}")

@@ -12,7 +12,7 @@ from tinygrad.uop.ops import UOp, python_alu, exec_alu, ThreadKind
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate, fp8_to_float, float_to_fp8
 from tinygrad.device import Compiled, Compiler, Allocator, BufferSpec
 from tinygrad.renderer import Renderer
-from tinygrad.renderer.cstyle import with_sources, mem_gate, load_alt
+from tinygrad.renderer.cstyle import with_sources, mem_gate, load_alt, buffer_of
 from tinygrad.helpers import flat_mv, getenv
 
 # ***** values <-> memory *****
@@ -142,6 +142,9 @@ def _cuda_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag
   if dims == (8, 16, 8): return (lambda l, i: ((l >> 2) + 8*(i >> 1), (l % 4)*2 + (i & 1)), lambda l, i: ((l % 4)*2 + i, l >> 2), c)
   raise NotImplementedError(f"no CUDA tensor core {dims}")
 def _amd_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag]:
+  # CDNA wave64 v_mfma_f32_16x16x16f16: lane l holds row l % 16 of A and column l % 16 of B at k = 4*(l // 16) + i; D is row 4*(l // 16) + i
+  def k(l:int, i:int) -> int: return 4*(l // 16) + i
+  if threads == 64: return (lambda l, i: (l % 16, k(l, i))), (lambda l, i: (k(l, i), l % 16)), (lambda l, i: (k(l, i), l % 16))
   # RDNA3 wave32 WMMA: lane l holds row l % 16 of A, column l % 16 of B (lanes 16-31 repeat 0-15); D element i is row 2i + l // 16
   return (lambda l, i: (l % 16, i)), (lambda l, i: (i, l % 16)), (lambda l, i: (2*i + l // 16, l % 16))
 def _metal_maps(dims:tuple[int, int, int], threads:int) -> tuple[Frag, Frag, Frag]:
@@ -357,7 +360,8 @@ class PythonProgram:
     raise NotImplementedError(f"the PYTHON device can't run {op}")
 
   def _load(self, i:int, u:UOp, pos:dict[UOp, int]) -> Callable[[list, _Warp], int|None]:
-    a, cnt = pos[u.src[0]], u.dtype.count
+    # a local of vectors (a group reduce of vector accumulators) holds one vector per element
+    a, cnt = pos[u.src[0]], u.dtype.count // _elem_lanes(u.src[0])
     g = pos[gate] if (gate := mem_gate(u)) is not None else None
     alt = pos[al] if (al := load_alt(u)) is not None else None
     zero = _zero(u.dtype)
@@ -372,7 +376,7 @@ class PythonProgram:
     return load
 
   def _store(self, u:UOp, pos:dict[UOp, int]) -> Callable[[list, _Warp], int|None]:
-    a, x, cnt = pos[u.src[0]], pos[u.src[1]], u.src[1].dtype.count
+    a, x, cnt = pos[u.src[0]], pos[u.src[1]], u.src[1].dtype.count // _elem_lanes(u.src[0])
     g = pos[gate] if (gate := mem_gate(u)) is not None else None
     def store(v:list, w:_Warp) -> None:
       mem, idx = v[a]
@@ -401,6 +405,8 @@ class PythonProgram:
         pc = pc + 1 if r is None else r
     return time.perf_counter() - st if wait else None
 
+def _elem_lanes(addr:UOp) -> int: return b.dtype.base.count if isinstance((b := buffer_of(addr)).dtype, PtrDType) else 1
+
 def _acc_of(u:UOp) -> UOp:
   while u.op is Ops.ASSIGN: u = u.src[0]
   return u
@@ -413,7 +419,8 @@ def _dims(x:Sequence[int]|None) -> tuple[int, ...]:
 # ***** renderer, compiler, allocator, device *****
 
 class PythonRenderer(Renderer):
-  """emulate (or env EMULATE) = CUDA, AMD, METAL or INTEL: take that family's tensor cores and workgroup limits, to run their kernels here."""
+  """emulate (or env EMULATE) = CUDA, AMD (RDNA3), AMD_MFMA (CDNA), METAL or INTEL: take that family's tensor cores, workgroup limits, dtypes
+  and vector widths, to run their kernels here."""
   device = "PYTHON"
   has_local = True
   has_shared = True
@@ -426,9 +433,13 @@ class PythonRenderer(Renderer):
     self.emulate = (getenv("EMULATE", "") if emulate is None else emulate).upper()
     if self.emulate:
       from tinygrad.renderer.cstyle import CUDARenderer, AMDRenderer, MetalRenderer, IntelRenderer
-      families: dict[str, type[Renderer]] = {"CUDA": CUDARenderer, "AMD": AMDRenderer, "METAL": MetalRenderer, "INTEL": IntelRenderer}
+      from tinygrad.renderer.llvmir import AMDLLVMRenderer
+      families: dict[str, type[Renderer]|Renderer] = {"CUDA": CUDARenderer, "AMD": AMDRenderer, "AMD_MFMA": AMDLLVMRenderer("gfx90a"),
+                                                      "METAL": MetalRenderer, "INTEL": IntelRenderer}
       if (fam := families.get(self.emulate)) is None: raise ValueError(f"EMULATE={self.emulate}: the PYTHON device emulates {sorted(families)}")
       self.tensor_cores, self.local_max, self.shared_max = fam.tensor_cores, fam.local_max, fam.shared_max
+      self.dtypes_supported = fam.dtypes_supported   # METAL has no float64
+      self.vector_alu_lanes, self.vector_alu_ops, self.vector_alu_dtypes = fam.vector_alu_lanes, fam.vector_alu_ops, fam.vector_alu_dtypes
   def __reduce__(self): return self.__class__, (self.emulate,)
   def __repr__(self): return f"PythonRenderer({self.emulate!r})" if self.emulate else "PythonRenderer()"
   def render(self, name:str, uops:list[UOp]) -> str:
