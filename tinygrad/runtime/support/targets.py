@@ -42,3 +42,10 @@ def _ptxas(arch:str) -> Compiler:
   return PTXCompiler(arch)
 register_target("CUDA", _cuda_renderer, _nvrtc, ("sm_80", "sm_90"))
 register_target("PTX", _ptx_renderer, _ptxas, ("sm_80", "sm_90"))
+def _amd_renderer(arch:str) -> Renderer:
+  from tinygrad.renderer.llvmir import AMDLLVMRenderer
+  return AMDLLVMRenderer(arch)
+def _amd_llvm(arch:str) -> Compiler:
+  from tinygrad.runtime.support.compiler_amd import AMDLLVMCompiler
+  return AMDLLVMCompiler(arch)
+register_target("AMD", _amd_renderer, _amd_llvm, ("gfx90a", "gfx1100"))
