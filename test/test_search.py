@@ -128,8 +128,8 @@ def _draw_sequence(data, name:str, dev:str) -> tuple[int, list[Opt]]:
   k = Kernel(kernels[ki][0], Device[dev].renderer)
   for _ in range(data.draw(st.integers(1, 4), label="length")):
     if not (acts := get_kernel_actions(k, include_0=False)): break
-    # the few PADTO/SWAP/NOLOCALS actions would be drawn rarely among a hundred splits: half the draws pick among them
-    new = [i for i, a in acts.items() if a.applied_opts[-1].op in (OptOps.PADTO, OptOps.SWAP, OptOps.NOLOCALS)]
+    # the few PADTO/SWAP/NOLOCALS/BLOCK actions would be drawn rarely among a hundred splits: half the draws pick among them
+    new = [i for i, a in acts.items() if a.applied_opts[-1].op in (OptOps.PADTO, OptOps.SWAP, OptOps.NOLOCALS, OptOps.BLOCK)]
     k = acts[data.draw(st.sampled_from(new if new and data.draw(st.booleans(), label="new op") else sorted(acts)), label="action")]
   return ki, list(k.applied_opts)
 

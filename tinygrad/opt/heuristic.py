@@ -63,14 +63,17 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     if m is not None and tile is not None and tiles == 2:
       assert vec_axis is not None and row_axis is not None
       b_views = [rs for rs in real_strides if rs[global_axes[row_axis]] == 0 and rs[global_axes[vec_axis]] != 0]
-      contiguous = all(isinstance(st := rs[reduce_axes[-1]], int) and abs(st) <= tile[1] for rs in b_views)
+      contiguous = all(isinstance(st := rs[reduce_axes[-1]], int) and abs(st) * itemsize <= 256 for rs in b_views)   # a short row pitch
       cols = [j for j, ax in enumerate(global_axes) if any(rs[ax] != 0 for rs in b_views) and all(rs[ax] == 0 for rs in real_strides
                                                                                                   if not any(rs is b for b in b_views))]
       panel = prod(k.full_shape[a] for a in k.axes_of(AxisType.REDUCE)) * tile[1] * itemsize
+      # inner column axes that fit whole join the panel; the first that doesn't is cut
       for j in reversed(cols if contiguous else []):
-        if not isinstance(nblk := k.full_shape[k.axes_of(AxisType.GLOBAL)[j]], int) or nblk == 1: continue
-        if nblk * panel > m.l2 // 2 and (amt := max((d for d in range(2, nblk) if nblk % d == 0 and d * panel <= m.l2 // 2), default=0)):
-          _try(k, Opt(OptOps.BLOCK, j, amt), opts)
+        if not isinstance(n := k.full_shape[k.axes_of(AxisType.GLOBAL)[j]], int) or n == 1: continue
+        if n * panel <= m.l2 // 2:
+          panel *= n
+          continue
+        if (amt := max((d for d in range(2, n) if n % d == 0 and d * panel <= m.l2 // 2), default=0)): _try(k, Opt(OptOps.BLOCK, j, amt), opts)
         break
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
     # a short innermost reduce (a conv's kernel width) unrolls whole: neighbouring taps share loaded inputs

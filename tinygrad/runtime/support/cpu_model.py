@@ -4,7 +4,7 @@
 from __future__ import annotations
 import ctypes, dataclasses, hashlib, json, os, pathlib, platform, subprocess, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
-from tinygrad.helpers import getenv, diskcache_get, diskcache_put
+from tinygrad.helpers import diskcache_get, diskcache_put
 from tinygrad.renderer import MachineModel
 
 KB, MB = 1 << 10, 1 << 20
@@ -64,7 +64,7 @@ class FMAProbe:
     return sum(2 * self.simd_bytes // 4 / t for t in ts) / 1e9
 
 def host_model(cc:list[str]|None, cflags:tuple[str, ...]) -> MachineModel:
-  if (spec := getenv("CPU_MODEL", "")):
+  if (spec := os.environ.get("CPU_MODEL", "")):
     if spec in PROFILES: return PROFILES[spec]
     if not os.path.isfile(spec): raise ValueError(f"CPU_MODEL={spec!r}: expected one of {sorted(PROFILES)} or a JSON file of MachineModel fields")
     fields = json.loads(pathlib.Path(spec).read_text())
