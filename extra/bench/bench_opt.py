@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Optimizer benchmark: GEMM, conv2d, softmax, layernorm with the heuristics and with BEAM search, against numpy and PyTorch
-(threads = cores), measured side by side in one run. Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm-only]; GEMM_SIZES=1024,2048 picks the GEMM rows.
+(threads = cores), measured side by side in one run.
+Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm-only]; GEMM_SIZES=1024,2048 picks the GEMM rows.
 'vs torch' is the heuristics' ratio, 'BEAM vs torch' the search's, '% peak' the better of the two against this machine's FMA peak measured
 at start (all cores)."""
 import sys, time, os

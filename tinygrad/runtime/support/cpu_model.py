@@ -84,6 +84,7 @@ def host_model(cc:list[str]|None, cflags:tuple[str, ...]) -> MachineModel:
       lat, thr = probe.seconds_per_fma(1, 100_000), probe.seconds_per_fma(probe.many, 50_000)
       chains, gflops = max(2, min(probe.many, round(lat / thr))), 2 * simd / 4 / thr / 1e9
     except (OSError, subprocess.SubprocessError, AttributeError): pass
-  name = f"{'avx512' if simd == 64 else 'avx2' if simd == 32 else platform.machine()}-{chains}chains-" + hashlib.sha256(repr(key).encode()).hexdigest()[:6]
+  isa = 'avx512' if simd == 64 else 'avx2' if simd == 32 else platform.machine()
+  name = f"{isa}-{chains}chains-" + hashlib.sha256(repr(key).encode()).hexdigest()[:6]
   return diskcache_put("cpu_model", key, MachineModel(name, simd, regs, chains, round(gflops, 1), caches.get(1, 32*KB), caches.get(2, 256*KB),
                                                       caches.get(3, 8*MB), cores))
