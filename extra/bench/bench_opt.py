@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Optimizer benchmark: GEMM, conv2d, softmax, layernorm with the heuristics and with BEAM search, against numpy and PyTorch
 (threads = cores), measured side by side in one run.
-Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm-only]; GEMM_SIZES=1024,2048 picks the GEMM rows.
+Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm-only] [--single]; GEMM_SIZES=1024,2048 picks the GEMM rows.
 'vs torch' is the heuristics' ratio, 'BEAM vs torch' the search's, '% peak' the better of the two against this machine's FMA peak measured
 at start (all cores)."""
 import sys, time, os
-import numpy as np
-from tinygrad import Tensor, Device, Context
-from tinygrad.engine.realize import method_cache
+# --single: one thread everywhere (tinygrad, numpy's BLAS, torch), timed in the calling thread's CPU time: on a machine other processes load,
+# time spent waiting for a core doesn't count, so the ratios hold
+SINGLE = "--single" in sys.argv
+if SINGLE: os.environ.update(CPU_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+CLOCK = time.thread_time if SINGLE else time.perf_counter
+import numpy as np  # noqa: E402  (the thread counts above must be set first)
+from tinygrad import Tensor, Device, Context  # noqa: E402
+from tinygrad.engine.realize import method_cache  # noqa: E402
 
 QUICK, NO_BEAM = "--quick" in sys.argv, "--no-beam" in sys.argv
 BEAM_N = int(sys.argv[sys.argv.index("--beam")+1]) if "--beam" in sys.argv else 2
@@ -17,9 +22,9 @@ def best(fxn, reps=REPS) -> float:
   fxn()
   ts = []
   for _ in range(reps):
-    st = time.perf_counter()
+    st = CLOCK()
     fxn()
-    ts.append(time.perf_counter() - st)
+    ts.append(CLOCK() - st)
   return min(ts)
 
 def tg(make, beam=0) -> tuple[float, float]:
@@ -34,7 +39,7 @@ def tg(make, beam=0) -> tuple[float, float]:
 def main():
   try:
     import torch
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(1 if SINGLE else os.cpu_count() or 1)
   except ImportError: torch = None
   rng = np.random.default_rng(0)
   print(f"device {Device.DEFAULT}, {os.cpu_count()} cores, torch {torch.__version__ if torch else 'missing'}")
@@ -45,8 +50,9 @@ def main():
     from tinygrad.runtime.support.cpu_model import FMAProbe, vector_flags
     if (cc := find_cc()) is not None:
       probe = FMAProbe(cc, CFLAGS + vector_flags(machine.simd_bytes), machine.simd_bytes, machine.vector_regs)
-      peak = max(probe.gflops(os.cpu_count() or 1) for _ in range(3))
-      print(f"measured FMA peak: {max(probe.gflops(1) for _ in range(3)):.0f} GFLOP/s one core, {peak:.0f} GFLOP/s all cores")
+      peak = max(probe.gflops(1 if SINGLE else os.cpu_count() or 1) for _ in range(3))
+      print(f"measured FMA peak: {max(probe.gflops(1) for _ in range(3)):.0f} GFLOP/s one core, "
+            f"{peak:.0f} GFLOP/s {'one core (--single)' if SINGLE else 'all cores'}")
   print(f"machine model: {machine}")
   print(f"| {'case':28s} | {'tinygrad':>9s} | {f'BEAM={BEAM_N}':>9s} | {'search s':>8s} | {'numpy':>9s} | {'torch':>9s} | {'vs torch':>8s} | "
         f"{'BEAM vs torch':>13s} | {'% peak':>6s} |")
