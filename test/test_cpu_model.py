@@ -132,3 +132,14 @@ print('ok')
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                        env={**os.environ, "PYTHONPATH": os.getcwd(), "CPU_MODEL": "avx2-1fma", "DEV": "CPU"})
   assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+def test_gemm_1024_plan_per_machine():
+  # what the heuristics plan for a packed GEMM 1024 (scheduled, not run): AVX-512 keeps 1 MB of B panels in its 2 MB L2 (BLOCK), the
+  # AVX2 machine's 256 KB L2 holds one 128 KB panel, so the panel loop goes outermost (SWAP)
+  _device("CPU")
+  with Context(PACKED_DOT_MIN=1):
+    ast = (Tensor.empty(1024, 1024, device="CPU") @ Tensor.empty(1024, 1024, device="CPU")).schedule()[-1].ast
+  big = hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(PROFILES["avx512-2fma"])))
+  assert {Opt(OptOps.UPCAST, 3, 32), Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.BLOCK, 2, 8)} <= set(big)
+  small = hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(PROFILES["avx2-1fma"])))
+  assert Opt(OptOps.SWAP, 0, 2) in small and not any(o.op is OptOps.BLOCK for o in small)
