@@ -74,8 +74,8 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
           panel *= n
           continue
         if (amt := max((d for d in range(2, n) if n % d == 0 and d * panel <= m.l2 // 2), default=0)): _try(k, Opt(OptOps.BLOCK, j, amt), opts)
-        # one panel already fills the cache (a small L2): the panel loop itself goes outermost
-        elif j != 0: _try(k, Opt(OptOps.SWAP, 0, j), opts)
+        # one panel already fills the cache (a small L2): the outermost panel loop itself goes outermost
+        elif (outer := next(c for c in cols if k.full_shape[k.axes_of(AxisType.GLOBAL)[c]] != 1)) != 0: _try(k, Opt(OptOps.SWAP, 0, outer), opts)
         break
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
     # a short innermost reduce (a conv's kernel width) unrolls whole: neighbouring taps share loaded inputs
