@@ -150,7 +150,7 @@ PICKLE_BUFFERS = ContextVar("PICKLE_BUFFERS", 1)
 CPU_THREADS, TRACEMETA = ContextVar("CPU_THREADS", 0), ContextVar("TRACEMETA", 1)
 LRU, SCHEDULE_CACHE = ContextVar("LRU", 1), ContextVar("SCHEDULE_CACHE", 1)
 # CPU matmuls with at least this many multiply-adds copy their operands into tile-major layouts first (Tensor.dot)
-PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 32)
+PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 30)
 # CPU convolutions with at least this many multiply-adds get a weight copy with the output channels innermost (Tensor._conv)
 PACKED_CONV_MIN = ContextVar("PACKED_CONV_MIN", 1 << 24)
 # kernels with at least this many loop iterations split their outermost global axis over CPU_THREADS host threads

@@ -2619,7 +2619,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     wt = w.reshape(w.shape[:-2] + (1,)*min(self.ndim-1, w.ndim-1, 1) + w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
     # x: (..., n, 1, k) times wt: (..., 1, m, k), batch dims broadcasting, summed over k
     return x.mul(wt).sum(-1, dtype=sum_acc_dtype(out_dt)).cast(out_dt)
-  def _packed_dot(self, w:Tensor, out_dt:DType, rows:int=8, cols:int=16) -> Tensor|None:
+  def _packed_dot(self, w:Tensor, out_dt:DType, rows:int=8, cols:int=32) -> Tensor|None:
     # big CPU GEMMs: copy A and B into tile-major layouts first, so the kernel streams both operands sequentially instead of striding
     # by a power-of-two row pitch (which makes every row of a tile fall into the same cache set)
     if self.ndim != 2 or w.ndim != 2 or not _host_simd(self, w) or self.dtype != w.dtype or not dtypes.is_float(out_dt): return None

@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
 """Optimizer benchmark: GEMM, conv2d, softmax, layernorm with the heuristics and with BEAM search, against numpy and PyTorch
-(threads = cores), measured side by side in one run. Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N]"""
+(threads = cores), measured side by side in one run.
+Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm-only] [--single]; GEMM_SIZES=1024,2048 picks the GEMM rows.
+'vs torch' is the heuristics' ratio, 'BEAM vs torch' the search's, '% peak' the better of the two against this machine's FMA peak measured
+at start (all cores)."""
 import sys, time, os
-import numpy as np
-from tinygrad import Tensor, Device, Context
-from tinygrad.engine.realize import method_cache
+# --single: one thread everywhere (tinygrad, numpy's BLAS, torch), timed in the calling thread's CPU time: on a machine other processes load,
+# time spent waiting for a core doesn't count, so the ratios hold
+SINGLE = "--single" in sys.argv
+if SINGLE: os.environ.update(CPU_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+CLOCK = time.thread_time if SINGLE else time.perf_counter
+import numpy as np  # noqa: E402  (the thread counts above must be set first)
+from tinygrad import Tensor, Device, Context  # noqa: E402
+from tinygrad.engine.realize import method_cache  # noqa: E402
 
 QUICK, NO_BEAM = "--quick" in sys.argv, "--no-beam" in sys.argv
 BEAM_N = int(sys.argv[sys.argv.index("--beam")+1]) if "--beam" in sys.argv else 2
@@ -14,9 +22,9 @@ def best(fxn, reps=REPS) -> float:
   fxn()
   ts = []
   for _ in range(reps):
-    st = time.perf_counter()
+    st = CLOCK()
     fxn()
-    ts.append(time.perf_counter() - st)
+    ts.append(CLOCK() - st)
   return min(ts)
 
 def tg(make, beam=0) -> tuple[float, float]:
@@ -31,26 +39,40 @@ def tg(make, beam=0) -> tuple[float, float]:
 def main():
   try:
     import torch
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(1 if SINGLE else os.cpu_count() or 1)
   except ImportError: torch = None
   rng = np.random.default_rng(0)
   print(f"device {Device.DEFAULT}, {os.cpu_count()} cores, torch {torch.__version__ if torch else 'missing'}")
-  print(f"| {'case':28s} | {'tinygrad':>9s} | {f'BEAM={BEAM_N}':>9s} | {'search s':>8s} | {'numpy':>9s} | {'torch':>9s} | {'vs torch':>8s} |")
-  print("|" + "|".join("-"*(w+2) for w in (28, 9, 9, 8, 9, 9, 8)) + "|")
+  # this machine's fp32 FMA peak, measured now (a loaded machine gives less): the '% peak' column is of it
+  peak, machine = float("nan"), getattr(Device[Device.DEFAULT].renderer, "machine", None)
+  if machine is not None:
+    from tinygrad.runtime.ops_cpu import find_cc, CFLAGS
+    from tinygrad.runtime.support.cpu_model import FMAProbe, vector_flags
+    if (cc := find_cc()) is not None:
+      probe = FMAProbe(cc, CFLAGS + vector_flags(machine.simd_bytes), machine.simd_bytes, machine.vector_regs)
+      peak = max(probe.gflops(1 if SINGLE else os.cpu_count() or 1) for _ in range(3))
+      print(f"measured FMA peak: {max(probe.gflops(1) for _ in range(3)):.0f} GFLOP/s one core, "
+            f"{peak:.0f} GFLOP/s {'one core (--single)' if SINGLE else 'all cores'}")
+  print(f"machine model: {machine}")
+  print(f"| {'case':28s} | {'tinygrad':>9s} | {f'BEAM={BEAM_N}':>9s} | {'search s':>8s} | {'numpy':>9s} | {'torch':>9s} | {'vs torch':>8s} | "
+        f"{'BEAM vs torch':>13s} | {'% peak':>6s} |")
+  print("|" + "|".join("-"*(w+2) for w in (28, 9, 9, 8, 9, 9, 8, 13, 6)) + "|")
   def report(name, unit_work, mk_tg, np_fxn, torch_fxn, unit="GFLOP/s"):
     t_h, _ = tg(mk_tg)
     t_b, search = (float("nan"), float("nan")) if NO_BEAM else tg(mk_tg, BEAM_N)
     t_np = best(np_fxn) if np_fxn else float("nan")
     t_t = best(torch_fxn) if torch_fxn and torch else float("nan")
     g = lambda t: unit_work / t / 1e9  # noqa: E731
-    best_tg = min(t_h, t_b) if not NO_BEAM else t_h
-    print(f"| {name:28s} | {g(t_h):9.1f} | {g(t_b):9.1f} | {search:8.1f} | {g(t_np):9.1f} | {g(t_t):9.1f} | {t_t/best_tg:7.2f}x |  {unit}")
-  for N in ((256, 512) if QUICK else (256, 512, 1024, 2048)):
+    pct = f"{100*g(min(t_h, t_b) if not NO_BEAM else t_h)/peak:5.0f}%" if unit == "GFLOP/s" and peak == peak else "      "
+    print(f"| {name:28s} | {g(t_h):9.1f} | {g(t_b):9.1f} | {search:8.1f} | {g(t_np):9.1f} | {g(t_t):9.1f} | {t_t/t_h:7.2f}x | {t_t/t_b:12.2f}x | "
+          f"{pct} |  {unit}")
+  for N in ((256, 512) if QUICK else tuple(int(x) for x in os.environ.get("GEMM_SIZES", "256,512,1024,2048").split(","))):
     an, bn = rng.standard_normal((N, N), dtype=np.float32), rng.standard_normal((N, N), dtype=np.float32)
     a, b = Tensor(an).realize(), Tensor(bn).realize()
     np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-3, atol=1e-3)
     at, bt = (torch.from_numpy(an), torch.from_numpy(bn)) if torch else (None, None)
     report(f"gemm {N} fp32", 2*N**3, lambda: a @ b, lambda: an @ bn, (lambda: at @ bt) if torch else None)
+  if "--gemm-only" in sys.argv: return
   if hasattr(Tensor, "conv2d"):
     B, C, H = (8, 64, 32) if QUICK else (32, 64, 32)
     xn, wn = rng.standard_normal((B, C, H, H), dtype=np.float32), rng.standard_normal((C, C, 3, 3), dtype=np.float32)

@@ -3,9 +3,11 @@ from __future__ import annotations
 import os
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.uop import Ops
+from tinygrad.uop.ops import sint
+from tinygrad.renderer import MachineModel
 from tinygrad.helpers import prod, CPU_THREADS, THREAD_MIN_WORK, USE_TC, TC_SELECT, TC_OPT
 
-def cpu_threads() -> int: return CPU_THREADS.value or os.cpu_count() or 1
+def cpu_threads(m:MachineModel|None=None) -> int: return CPU_THREADS.value or (m.cores if m is not None else os.cpu_count() or 1)
 
 def _try(k:Kernel, opt:Opt, opts:list[Opt]) -> bool:
   try: k.apply_opt(opt)
@@ -14,6 +16,15 @@ def _try(k:Kernel, opt:Opt, opts:list[Opt]) -> bool:
   return True
 
 def _largest_divisor(n:int, choices:tuple[int, ...]) -> int|None: return next((c for c in choices if n % c == 0), None)
+
+def _register_tile(m:MachineModel, width:int, max_lanes:int, nrows:sint, ncols:sint) -> tuple[int, int]|None:
+  """(rows, lanes) of the register tile of accumulators: rows x lanes/width vector registers, enough independent FMA chains to cover
+  latency x pipes where possible, leaving room for one row of loaded vectors and a broadcast; of those, the most FMAs per loaded value"""
+  if not isinstance(nrows, int) or not isinstance(ncols, int): return None
+  cands = [(r, v) for v in range(1, max_lanes // width + 1) for r in range(1, 17)
+           if ncols % (v * width) == 0 and nrows % r == 0 and r * v + v + 1 <= m.vector_regs]
+  best = max(cands, key=lambda t: (t[0] * t[1] >= m.fma_chains, t[0] * t[1] / (t[0] + t[1]), t[0] * t[1]), default=None)
+  return (best[0], best[1] * width) if best is not None else None
 
 def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   k = k.copy()
@@ -37,13 +48,35 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     # rows: another broadcast axis, one read contiguously if there is one (a packed operand), else the innermost
     rest = [j for j in broadcast if j != vec_axis]
     row_axis = next((j for j in reversed(rest) if any(rs[global_axes[j]] == 1 for rs in real_strides)), rest[-1] if rest else None)
-    tiles = 0
-    # with vector code a row's accumulator is one register, so a taller tile (more reuse of each loaded vector) still fits in the 32
+    tiles, m, itemsize = 0, k.opts.machine, max(r.dtype.itemsize for r in k.reduceops)
+    ncols, nrows = (k.full_shape[global_axes[j]] if j is not None else 1 for j in (vec_axis, row_axis))
+    tile = _register_tile(m, width, k.opts.vector_alu_lanes, nrows, ncols) if m is not None and k.opts.vector_alu_lanes else None
+    # without a machine model: a register's width of lanes and, with vector code (a row's accumulator is one register), a tall tile
     rows = (15, 12, 10, 8, 6, 5, 4, 3, 2) if k.opts.vector_alu_lanes else (8, 6, 5, 4, 3, 2)
-    for j, choices in ((vec_axis, (width, width//2, 8, 4)), (row_axis, rows)):
+    for j, choices in ((vec_axis, (tile[1],) if tile else (width, width//2, 8, 4)), (row_axis, (tile[0],) if tile else rows)):
       if j is None: continue
       s = k.full_shape[k.axes_of(AxisType.GLOBAL)[j]]
       if isinstance(s, int) and (amt := _largest_divisor(s, choices)) is not None and _try(k, Opt(OptOps.UPCAST, j, amt), opts): tiles += 1
+    # cache blocking: when the operand that doesn't depend on the rows (B) is bigger than half of L2, the innermost global axis that walks
+    # its columns is cut into panels that stay in L2 while every row block of the other operands passes over them (the panel loop goes
+    # outermost). Pays where a panel is contiguous (a packed B); a B with a power-of-two row pitch conflicts in the cache anyway.
+    if m is not None and tile is not None and tiles == 2:
+      assert vec_axis is not None and row_axis is not None
+      b_views = [rs for rs in real_strides if rs[global_axes[row_axis]] == 0 and rs[global_axes[vec_axis]] != 0]
+      contiguous = all(isinstance(st := rs[reduce_axes[-1]], int) and abs(st) * itemsize <= 256 for rs in b_views)   # a short row pitch
+      cols = [j for j, ax in enumerate(global_axes) if any(rs[ax] != 0 for rs in b_views) and all(rs[ax] == 0 for rs in real_strides
+                                                                                                  if not any(rs is b for b in b_views))]
+      panel = prod(k.full_shape[a] for a in k.axes_of(AxisType.REDUCE)) * tile[1] * itemsize
+      # inner column axes that fit whole join the panel; the first that doesn't is cut
+      for j in reversed(cols if contiguous else []):
+        if not isinstance(n := k.full_shape[k.axes_of(AxisType.GLOBAL)[j]], int) or n == 1: continue
+        if n * panel <= m.l2 // 2:
+          panel *= n
+          continue
+        if (amt := max((d for d in range(2, n) if n % d == 0 and d * panel <= m.l2 // 2), default=0)): _try(k, Opt(OptOps.BLOCK, j, amt), opts)
+        # one panel already fills the cache (a small L2): the outermost panel loop itself goes outermost
+        elif (outer := next(c for c in cols if k.full_shape[k.axes_of(AxisType.GLOBAL)[c]] != 1)) != 0: _try(k, Opt(OptOps.SWAP, 0, outer), opts)
+        break
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
     # a short innermost reduce (a conv's kernel width) unrolls whole: neighbouring taps share loaded inputs
     if tiles and isinstance(rs, int) and (amt := rs if rs <= 4 else 2 if rs % 2 == 0 else 0) > 1:
@@ -66,7 +99,7 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     if all(st.real_strides()[global_axes[-1]] in (0, 1) for st in k.sts) and (amt := _largest_divisor(s, (width, 8, 4))) is not None:
       _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
   # big kernels run their outermost global axis on every core
-  if k.opts.has_threads and (threads := cpu_threads()) > 1 and prod(k.full_shape) >= THREAD_MIN_WORK.value:
+  if k.opts.has_threads and (threads := cpu_threads(k.opts.machine)) > 1 and prod(k.full_shape) >= THREAD_MIN_WORK.value:
     if (g := k.axes_of(AxisType.GLOBAL)):
       s = k.full_shape[g[0]]
       if isinstance(s, int) and s % threads == 0 and s >= threads: _try(k, Opt(OptOps.THREAD, 0, threads), opts)

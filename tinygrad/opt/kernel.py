@@ -10,7 +10,7 @@ from tinygrad.opt.tc import TensorCore
 
 class OptOps(Enum):
   TC = auto(); UPCAST = auto(); UNROLL = auto(); LOCAL = auto(); GROUP = auto(); GROUPTOP = auto(); NOLOCALS = auto(); PADTO = auto(); SWAP = auto()
-  THREAD = auto()
+  THREAD = auto(); BLOCK = auto()
   def __lt__(self, x:OptOps): return self.value < x.value
 
 @dataclass(frozen=True, order=True)
@@ -120,7 +120,7 @@ class Kernel:
     if opt.op is OptOps.UNROLL: ax = self.axes_of(AxisType.REDUCE)
     elif opt.op in (OptOps.GROUP, OptOps.GROUPTOP): ax = self.axes_of(AxisType.REDUCE)
     elif opt.op in (OptOps.UPCAST, OptOps.LOCAL, OptOps.THREAD): ax = self.axes_of(AxisType.GLOBAL, AxisType.LOCAL)
-    elif opt.op is OptOps.SWAP: ax = self.axes_of(AxisType.GLOBAL)
+    elif opt.op in (OptOps.SWAP, OptOps.BLOCK): ax = self.axes_of(AxisType.GLOBAL)
     else: ax = list(range(self.shape_len))
     check(0 <= opt.axis < len(ax), opt, f"axis {opt.axis} out of range, kernel has {len(ax)} axes for it ({self.colored_shape()})")
     return ax[opt.axis]
@@ -175,6 +175,15 @@ class Kernel:
       perm = list(range(self.shape_len))
       perm[axis], perm[glb[opt.arg]] = glb[opt.arg], axis
       self._permute(perm)
+    elif opt.op is OptOps.BLOCK:
+      # a cache block: global axis (s) becomes (s//amt, amt) and the outer part becomes the outermost global loop, so the other globals
+      # run inside it over a slice of the operand this axis walks (e.g. a panel of B that stays in L2 while every row block of A uses it)
+      s, amt = self.full_shape[axis], opt.arg
+      check(isinstance(s, int) and isinstance(amt, int) and 1 < amt < s and s % amt == 0, opt, f"amount {amt} must split axis {axis} of size {s}")
+      assert isinstance(amt, int)
+      self._split(axis, amt)
+      first = self.axes_of(AxisType.GLOBAL)[0]
+      self._permute(list(range(first)) + [axis] + [i for i in range(first, self.shape_len) if i != axis])
     elif opt.op is OptOps.NOLOCALS:
       # a marker: the kernel keeps every axis a global (a plain loop on the CPU), and the search skips workgroup opts after it
       check(not self.dont_use_locals, opt, "NOLOCALS is already applied")

@@ -73,6 +73,20 @@ VECTOR_ALU_DTYPES = (dtypes.float32, dtypes.float64)
 ALL_VECTOR_ALU_OPS = frozenset({*GroupOp.ALU, Ops.CAST, Ops.BITCAST})
 ALL_VECTOR_ALU_DTYPES = (dtypes.bool, *dtypes.ints, dtypes.float32, dtypes.float64)
 
+@dataclass(frozen=True)
+class MachineModel:
+  """A CPU as the heuristics see it (tinygrad/runtime/support/cpu_model.py measures the host's): register tiles, cache blocks and thread
+  splits are sized from it."""
+  name: str
+  simd_bytes: int          # one vector register
+  vector_regs: int         # architectural vector registers
+  fma_chains: int          # independent FMA chains that keep every FMA pipe busy: latency x pipes
+  fma_gflops: float        # measured (or assumed) fp32 FMA peak of one core
+  l1: int                  # data cache bytes per core
+  l2: int
+  l3: int                  # shared
+  cores: int
+
 class Renderer:
   """What a device's code generator supports, and how it prints a linear program."""
   device: str = ""
@@ -85,6 +99,7 @@ class Renderer:
   vector_alu_ops: frozenset[Ops] = VECTOR_ALU_OPS          # the ops and dtypes the expander makes vectors (with vector_alu_lanes)
   vector_alu_dtypes: tuple[DType, ...] = VECTOR_ALU_DTYPES
   simd_bytes: int = 16         # the width of one vector register (a device may measure its host and set this)
+  machine: MachineModel|None = None   # a CPU device's measured machine model (its CPU heuristics read it)
   # the most workgroups / threads per workgroup per launch dimension (dim 0 first); None: no limit. codegen refuses a kernel over them
   global_max: tuple[int, ...]|None = (2**31-1,) * 3
   local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3

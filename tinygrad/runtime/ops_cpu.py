@@ -4,6 +4,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 from tinygrad.device import Compiled, CompileError, Compiler, MallocAllocator
 from tinygrad.helpers import CPU_THREADS, cpu_objdump, temp
+from tinygrad.renderer import MachineModel
+from tinygrad.runtime.support.cpu_model import host_model, vector_flags
 
 # IEEE semantics are kept (no -ffast-math); -fno-math-errno only lets sqrt and friends compile to single instructions
 CFLAGS = ("-x", "c", "-std=gnu11", "-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv")
@@ -21,18 +23,18 @@ def _cc_version(cc:tuple[str, ...]) -> str:
 
 class CPUCompiler(Compiler):
   """Compiles C source to a shared object with clang or gcc and returns the object's bytes."""
-  def __init__(self, cachekey:str|None=None):
-    self.cc = find_cc()
+  def __init__(self, cachekey:str|None=None, extra_flags:tuple[str, ...]=()):
+    self.cc, self.cflags = find_cc(), CFLAGS + extra_flags
     if self.cc is not None and cachekey is None:
       # a different compiler, version, flags or machine must never reuse these binaries
-      ident = "\0".join([*self.cc, _cc_version(tuple(self.cc)), *CFLAGS, platform.machine()])
+      ident = "\0".join([*self.cc, _cc_version(tuple(self.cc)), *self.cflags, platform.machine()])
       cachekey = f"compile_cpu_{pathlib.Path(self.cc[0]).name}_{hashlib.sha256(ident.encode()).hexdigest()[:16]}"
     super().__init__(cachekey)
   def compile(self, src:str) -> bytes:
     if self.cc is None: raise CompileError("no C compiler found for the CPU device: install clang or gcc, or point $CC at one")
     with tempfile.TemporaryDirectory(prefix="tinygrad_cpu_") as tmp:
       out = pathlib.Path(tmp)/"kernel.so"
-      try: ret = subprocess.run([*self.cc, *CFLAGS, "-", "-o", str(out), "-lm"], input=src.encode(), capture_output=True)
+      try: ret = subprocess.run([*self.cc, *self.cflags, "-", "-o", str(out), "-lm"], input=src.encode(), capture_output=True)
       except OSError as e: raise CompileError(f"could not run {' '.join(self.cc)}: {e}") from e
       if ret.returncode != 0:
         raise CompileError(f"{' '.join(self.cc)} failed with exit code {ret.returncode}:\n{ret.stderr.decode(errors='replace')}", src)
@@ -88,17 +90,16 @@ class CPUProgram:
     return time.perf_counter() - st if wait else None
 
 @functools.cache
-def host_simd_bytes() -> int:
-  """The SIMD register width -march=native targets on this host (AVX-512: 64, AVX2: 32, else 16)."""
-  try: flags = next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "")
-  except OSError: flags = ""
-  return 64 if " avx512f" in flags else 32 if " avx2" in flags else 16
+def host_machine() -> MachineModel:
+  """The host's machine model (measured once, cached on disk; CPU_MODEL overrides it): the CPU heuristics size their tiles from it."""
+  return host_model(find_cc(), CFLAGS)
 
 class CPUDevice(Compiled):
   def __init__(self, device:str):
     from tinygrad.renderer.cstyle import ClangRenderer
     renderer = ClangRenderer()
-    renderer.simd_bytes = host_simd_bytes()
+    renderer.machine = host_machine()
+    renderer.simd_bytes = renderer.machine.simd_bytes
     # graph=True: TinyJit replays runs of kernels through the generic GraphRunner, one batch with no per-kernel bookkeeping
-    super().__init__(device, MallocAllocator, renderer, CPUCompiler(), CPUProgram, graph=True)
+    super().__init__(device, MallocAllocator, renderer, CPUCompiler(extra_flags=vector_flags(renderer.simd_bytes)), CPUProgram, graph=True)
     self.default_ok = cast(CPUCompiler, self.compiler).cc is not None   # without a C compiler the default is LLVM

@@ -5,7 +5,7 @@ import ctypes, ctypes.util, functools, hashlib, platform
 from typing import Any
 from tinygrad.device import Compiled, Compiler, CompileError, MallocAllocator
 from tinygrad.renderer.llvmir import LLVMRenderer
-from tinygrad.runtime.ops_cpu import CPUProgram, host_simd_bytes
+from tinygrad.runtime.ops_cpu import CPUProgram, host_machine
 from tinygrad.runtime.support.elf import ElfImage
 from tinygrad.helpers import getenv, cpu_objdump
 
@@ -94,5 +94,6 @@ class LLVMProgram(CPUProgram):
 class LLVMDevice(Compiled):
   def __init__(self, device:str):
     renderer = LLVMRenderer()
-    renderer.simd_bytes = host_simd_bytes()   # the host's vector registers, as for CPU: AVX-512 gets 16-lane float tiles
+    renderer.machine = host_machine()   # the host's machine model, as for CPU: AVX-512 gets 16-lane float tiles
+    renderer.simd_bytes = renderer.machine.simd_bytes
     super().__init__(device, MallocAllocator, renderer, LLVMCompiler(), LLVMProgram, graph=True)

@@ -1,0 +1,145 @@
+# the CPU machine model: what it reads and measures, the CPU_MODEL override, and that the register tiles, cache blocks and packing the
+# heuristics derive from it give the unoptimized kernel's results on every machine profile, on CPU and in the PYTHON emulator
+import dataclasses, json, os, subprocess, sys
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device, Context
+from tinygrad.uop import Ops
+from tinygrad.renderer import MachineModel
+from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError
+from tinygrad.opt.heuristic import hand_coded_optimizations, _register_tile
+from tinygrad.engine.realize import get_program, CompiledRunner
+from tinygrad.runtime.support.cpu_model import PROFILES, host_model
+from test.test_search import run, _device
+
+# a machine with a tiny L2: every GEMM here is "bigger than the cache", so the heuristics block it
+TINY_L2 = dataclasses.replace(PROFILES["avx2-1fma"], name="tiny-l2", l2=8192, l1=1024)
+MODELS = [PROFILES["avx512-2fma"], PROFILES["avx2-1fma"], PROFILES["neon"], TINY_L2]
+
+def test_profiles_and_json_override(tmp_path, monkeypatch):
+  monkeypatch.setenv("CPU_MODEL", "avx2-1fma")
+  assert host_model(None, ()) == PROFILES["avx2-1fma"]
+  (f := tmp_path / "mine.json").write_text(json.dumps({"simd_bytes": 64, "vector_regs": 32, "fma_chains": 8, "l2": 1 << 20}))
+  monkeypatch.setenv("CPU_MODEL", str(f))
+  m = host_model(None, ())
+  assert (m.name, m.simd_bytes, m.vector_regs, m.fma_chains, m.l2, m.l1) == ("mine", 64, 32, 8, 1 << 20, PROFILES["avx2-1fma"].l1)
+  monkeypatch.setenv("CPU_MODEL", "pentium-pro")
+  with pytest.raises(ValueError, match="avx2-1fma"): host_model(None, ())
+  (f := tmp_path / "bad.json").write_text(json.dumps({"simd_byte": 64}))
+  monkeypatch.setenv("CPU_MODEL", str(f))
+  with pytest.raises(ValueError, match="simd_byte"): host_model(None, ())
+
+def test_host_model_is_measured_and_cached():
+  r = Device["CPU"].renderer
+  if os.environ.get("CPU_MODEL"): pytest.skip("CPU_MODEL poses as another machine")
+  m = r.machine
+  assert isinstance(m, MachineModel) and r.simd_bytes == m.simd_bytes and m.simd_bytes in (16, 32, 64) and m.vector_regs in (16, 32)
+  assert 2 <= m.fma_chains <= m.vector_regs and m.fma_gflops > 0 and m.cores == os.cpu_count()
+  assert 0 < m.l1 < m.l2 and m.l3 > 0
+  # a second process reads the disk cache: the same model
+  out = subprocess.run([sys.executable, "-c", "from tinygrad import Device; print(repr(Device['CPU'].renderer.machine))"], capture_output=True,
+                       text=True, check=True, env={**os.environ, "PYTHONPATH": os.getcwd()}).stdout.strip()
+  assert out == repr(m)
+
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_register_tile_fits_the_register_file(m):
+  width = m.simd_bytes // 4
+  tile = _register_tile(m, width, 32, 1024, 1024)
+  assert tile is not None
+  rows, lanes = tile
+  vecs = lanes // width
+  # enough independent accumulators for latency x pipes, and room for a row of B vectors and a broadcast
+  assert rows * vecs >= m.fma_chains and rows * vecs + vecs + 1 <= m.vector_regs and 1024 % rows == 0 and 1024 % lanes == 0
+  if m.name == "avx512-2fma": assert tile == (8, 32)   # 16 zmm accumulators, two B vectors per row
+  # sizes nothing divides get no tile (the old choices take over)
+  assert _register_tile(m, width, 32, 1024, 7) is None
+
+# ***** correctness: the heuristics of each machine profile, applied on CPU and PYTHON, against the unoptimized kernel *****
+
+def _rng_t(rng, shape, dev) -> Tensor: return Tensor(rng.standard_normal(shape).astype(np.float32), device=dev)
+CASES = {
+  "matmul": lambda rng, dev: (_rng_t(rng, (24, 16), dev) @ _rng_t(rng, (16, 64), dev)),
+  "matmul_packed": lambda rng, dev: (_rng_t(rng, (16, 12), dev) @ _rng_t(rng, (12, 128), dev)),
+  "matmul_odd": lambda rng, dev: (_rng_t(rng, (7, 13), dev) @ _rng_t(rng, (13, 11), dev)),
+  "batched": lambda rng, dev: (_rng_t(rng, (2, 8, 8), dev) @ _rng_t(rng, (2, 8, 32), dev)),
+  "conv": lambda rng, dev: _rng_t(rng, (1, 4, 6, 6), dev).conv2d(_rng_t(rng, (32, 4, 3, 3), dev), padding=1),
+}
+
+def _kernels(name:str, dev:str) -> list[tuple]:
+  with Context(NOOPT=1, PACKED_DOT_MIN=1 if name == "matmul_packed" else 1 << 62, PACKED_CONV_MIN=1):
+    ret = []
+    for si in CASES[name](np.random.default_rng(1), dev).schedule():
+      if si.ast.op is not Ops.SINK: continue
+      bufs = [b.ensure_allocated() for b in si.bufs]
+      ret.append((si.ast, bufs, run(CompiledRunner(get_program(si.ast, Device[dev].renderer, [])), si.ast, bufs)))
+  return ret
+
+def _cpu_renderer_posing_as(m:MachineModel):
+  from tinygrad.renderer.cstyle import ClangRenderer
+  r = ClangRenderer()
+  r.machine, r.simd_bytes = m, m.simd_bytes
+  return r
+
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_heuristics_of_every_profile_are_correct(name, dev):
+  _device(dev)
+  kernels = _kernels(name, dev)
+  seen_block = False
+  for m in MODELS:
+    for ast, bufs, ref in kernels:
+      opts = hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(m)))
+      seen_block |= any(o.op is OptOps.BLOCK for o in opts)
+      # the emulator has no thread pool, and without vector code it holds fewer upcast lanes: those opts are left out there
+      k = Kernel(ast, Device[dev].renderer)
+      for o in opts:
+        try: k.apply_opt(o)
+        except KernelOptError as e:
+          if dev == "CPU" or not (o.op is OptOps.THREAD or "too many registers" in str(e)): raise AssertionError(f"{m.name}: {opts} on {dev}") from e
+      prg = CompiledRunner(get_program(ast, Device[dev].renderer, k.applied_opts))
+      for got, want in zip(run(prg, ast, bufs), ref):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} on {dev} as {m.name} with {opts}")
+  # a packed B (contiguous panels; the CPU packs, PYTHON doesn't) is cache blocked on the tiny-L2 machine
+  if name == "matmul_packed" and dev == "CPU": assert seen_block
+
+def test_block_opt():
+  _device("CPU")
+  ast = _kernels("matmul", "CPU")[-1][0]
+  k = Kernel(ast, Device["CPU"].renderer)
+  k.apply_opt(Opt(OptOps.BLOCK, 1, 16))
+  # the column axis (64) is cut into 4 panels of 16, the panel loop goes outermost
+  assert k.full_shape[:3] == (4, 24, 16)
+  for bad in (Opt(OptOps.BLOCK, 1, 64), Opt(OptOps.BLOCK, 1, 5), Opt(OptOps.BLOCK, 3, 2)):
+    with pytest.raises(KernelOptError): Kernel(ast, Device["CPU"].renderer).apply_opt(bad)
+
+def test_avx2_profile_end_to_end():
+  # a fresh process posing as an AVX2 machine with one FMA pipe: its heuristics, compile flags and packing, every result right
+  _device("CPU")
+  code = """
+import numpy as np
+from tinygrad import Tensor, Device, Context
+assert Device['CPU'].renderer.machine.name == 'avx2-1fma' and Device['CPU'].renderer.simd_bytes == 32
+rng = np.random.default_rng(0)
+for (m, k, n), packed in [((64, 48, 96), 1), ((256, 256, 256), 1), ((33, 17, 65), 1), ((128, 64, 128), 1 << 62)]:
+  a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+  with Context(PACKED_DOT_MIN=packed): np.testing.assert_allclose((Tensor(a) @ Tensor(b)).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+x, w = rng.standard_normal((2, 8, 10, 10), dtype=np.float32), rng.standard_normal((32, 8, 3, 3), dtype=np.float32)
+with Context(PACKED_CONV_MIN=1): got = Tensor(x).conv2d(Tensor(w)).numpy()
+ref = sum(np.einsum('bchw,oc->bohw', x[:, :, i:i+8, j:j+8], w[:, :, i, j]) for i in range(3) for j in range(3))
+np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+print('ok')
+"""
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": os.getcwd(), "CPU_MODEL": "avx2-1fma", "DEV": "CPU"})
+  assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+def test_gemm_1024_plan_per_machine():
+  # what the heuristics plan for a packed GEMM 1024 (scheduled, not run): AVX-512 keeps 1 MB of B panels in its 2 MB L2 (BLOCK), the
+  # AVX2 machine's 256 KB L2 holds one 128 KB panel, so the panel loop goes outermost (SWAP)
+  _device("CPU")
+  with Context(PACKED_DOT_MIN=1):
+    ast = (Tensor.empty(1024, 1024, device="CPU") @ Tensor.empty(1024, 1024, device="CPU")).schedule()[-1].ast
+  big = hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(PROFILES["avx512-2fma"])))
+  assert {Opt(OptOps.UPCAST, 3, 32), Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.BLOCK, 2, 8)} <= set(big)
+  small = hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(PROFILES["avx2-1fma"])))
+  assert Opt(OptOps.SWAP, 0, 2) in small and not any(o.op is OptOps.BLOCK for o in small)
