@@ -136,3 +136,47 @@ def test_floordiv_sign_of_zero(device):
   got = (Tensor(a, device=device) // Tensor(b, device=device)).numpy()
   np.testing.assert_equal(got, want)
   assert list(np.signbit(got)) == list(np.signbit(want))
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_rounding_keeps_sign_of_zero(device):
+  a = [-0.3, -0.0, 0.0, 0.3, -0.5, 2.5, -2.5, -1.5, 0.7]
+  for name in ("trunc", "ceil", "floor", "round"):
+    want = getattr(torch.tensor(a), name)().numpy()
+    got = getattr(Tensor(a, device=device), name)().numpy()
+    np.testing.assert_equal(got, want)
+    assert list(np.signbit(got)) == list(np.signbit(want)), name
+
+def test_hand_written_gradients_keep_sign_and_mask_nan():
+  # hardswish(-3) is -0.0 in torch; its derivative there is 0 by a select, so a nan arriving from sqrt'(0) = inf * 0 stays out
+  a = [-3.0, 3.0, 0.0, -0.0, 0.5, -4.0]
+  r = torch.tensor(a, requires_grad=True)
+  rv = torch.nn.functional.hardswish(r)
+  rv.abs().sqrt().sum().backward()
+  x = Tensor(a, requires_grad=True)
+  v = x.hardswish()
+  v.abs().sqrt().sum().backward()
+  assert list(np.signbit(v.numpy())) == list(np.signbit(rv.detach().numpy()))
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-6, equal_nan=True)
+
+F = torch.nn.functional if torch is not None else None
+NONFINITE_FNS = {
+  "relu": (Tensor.relu, torch.relu), "abs": (Tensor.abs, torch.abs), "sigmoid": (Tensor.sigmoid, torch.sigmoid), "tanh": (Tensor.tanh, torch.tanh),
+  "exp": (Tensor.exp, torch.exp), "log": (Tensor.log, torch.log), "sqrt": (Tensor.sqrt, torch.sqrt), "sin": (Tensor.sin, torch.sin),
+  "cos": (Tensor.cos, torch.cos), "tan": (Tensor.tan, torch.tan), "clamp": (lambda x: x.clamp(-1, 1), lambda x: x.clamp(-1, 1)),
+  "elu": (Tensor.elu, F.elu), "selu": (Tensor.selu, F.selu), "celu": (Tensor.celu, F.celu), "softplus": (Tensor.softplus, F.softplus),
+  "leaky_relu": (lambda x: x.leaky_relu(0.1), lambda x: F.leaky_relu(x, 0.1)), "hardtanh": (Tensor.hardtanh, F.hardtanh),
+  "hardsigmoid": (Tensor.hardsigmoid, F.hardsigmoid), "hardswish": (Tensor.hardswish, F.hardswish), "logsigmoid": (Tensor.logsigmoid, F.logsigmoid),
+  "erf": (Tensor.erf, torch.erf), "atan": (Tensor.atan, torch.atan), "asinh": (Tensor.asinh, torch.asinh), "softsign": (Tensor.softsign, F.softsign),
+  "gelu": (Tensor.gelu, lambda x: F.gelu(x, approximate="tanh")), "square": (Tensor.square, torch.square), "max": (Tensor.max, torch.max),
+  "where": (lambda x: (x > 0).where(x, x * 2), lambda x: torch.where(x > 0, x, x * 2)),
+}
+
+@pytest.mark.parametrize("name", sorted(NONFINITE_FNS))
+def test_grads_at_nonfinite_inputs(name):
+  tfn, rfn = NONFINITE_FNS[name]
+  for v in (math.nan, math.inf, -math.inf, 0.0, -0.0):
+    r = torch.tensor([v], requires_grad=True)
+    rfn(r).sum().backward()
+    x = Tensor([v], requires_grad=True)
+    tfn(x).sum().backward()
+    np.testing.assert_equal(x.grad.numpy(), r.grad.numpy(), err_msg=f"{name}'({v})")

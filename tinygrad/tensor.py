@@ -756,7 +756,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     lo, hi = min_ if min_ is not None else min, max_ if max_ is not None else max
     if lo is None and hi is None: raise ValueError("clamp needs at least one of min and max")
     ret = self if lo is None else self.lt(lo).where(lo, self)
-    return ret if hi is None else ret.gt(hi).where(hi, ret)
+    ret = ret if hi is None else ret.gt(hi).where(hi, ret)
+    return self.isnan().where(self.detach(), ret) if dtypes.is_float(self.dtype) else ret   # nan is outside [min, max]: gradient 0
   def clip(self, min_:Any=None, max_:Any=None, *, min:Any=None, max:Any=None) -> Tensor:
     return self.clamp(min_, max_, min=min, max=max)
 
@@ -790,13 +791,21 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # (x - x.detach()) is exactly 0 going forward and passes deriv to x going backward. An infinite deriv goes through two factors of the
     # largest finite float (0 * inf would be nan forward), a nan one passes nan where the value is nan too (outside the domain, like
     # torch), else none.
-    x = self.isfinite().where(self, 0.0)
+    # x - x.detach() is nan at an infinite x: there it goes in only where the value is nan anyway (a nan x carries its nan through)
+    x = (self.isinf() & value.detach().isnan().logical_not()).where(0.0, self)
     dx, d = x - x.detach(), deriv.detach()
     e, m = dtypes.finfo(self.dtype)
     big = (2 - 2.0**-m) * 2.0**(2**(e-1) - 1)
     fin = d.isfinite()
     dd = fin.where(d, d.isnan().where(value.detach().isnan().where(d, 0.0), d.gt(0).where(d.full_like(big), -big)))
-    return value + fin.where(dx * dd, (dx * dd) * big)
+    # the term added is -0.0 going forward whatever dd's sign (so a -0.0 value stays -0.0): -(xd - x) is -0.0 and x - xd is +0.0, each
+    # with d/dx = 1, times the positive and the negative part of dd; where dd is 0 no gradient passes at all (torch's where: a nan stays out)
+    pos, neg = dd.lt(0).where(0.0, dd), dd.lt(0).where(dd, -0.0)
+    term = -(x.detach() - x) * pos + dx * neg
+    ret = value + dd.eq(0).where(-0.0, fin.where(term, term * big))
+    # an infinite x with an infinite value (softplus(inf) = inf) is x * d going forward, so d passes there too
+    xd, vd = self.detach(), value.detach()
+    return (self.isinf() & vd.isinf() & fin & d.ne(0) & (xd * d).eq(vd)).where(self * d, ret)
   @staticmethod
   def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
     """(hi, lo) with hi + lo = the constant to about 2x dt's precision, and hi * k exact for every whole |k| < 2**bits"""
@@ -971,7 +980,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def ceil(self) -> Tensor:
     if not dtypes.is_float(self.dtype): return self
     t = self.trunc()
-    return t + self.gt(t).cast(self.dtype)
+    return self.gt(t).where(t + 1, t)   # ceil(-0.3) is -0.0, like torch (t + 0 would be +0.0)
   def round(self, decimals:int=0) -> Tensor:
     """Round half to even, like numpy and torch; decimals scales by 10**decimals first, as torch does."""
     if not dtypes.is_float(self.dtype): return self
@@ -980,7 +989,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     f = self.floor()
     frac = self - f  # exact: floor(x) is within one unit of x
     f_is_odd = (f * 0.5).floor().mul(2).ne(f)
-    return frac.gt(0.5).where(f + 1, frac.lt(0.5).where(f, f_is_odd.where(f + 1, f)))
+    ret = frac.gt(0.5).where(f + 1, frac.lt(0.5).where(f, f_is_odd.where(f + 1, f)))
+    return ret.eq(0).where(self._signed_zero(), ret)   # round(-0.3) is -0.0
   def isnan(self) -> Tensor: return self.ne(self) if dtypes.is_float(self.dtype) else self.full_like(False, dtype=dtypes.bool)
   def isinf(self, detect_positive:bool=True, detect_negative:bool=True) -> Tensor:
     if not dtypes.is_float(self.dtype): return self.full_like(False, dtype=dtypes.bool)
@@ -1039,22 +1049,22 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def softsign(self) -> Tensor: return self / (1 + self.abs())
   def hardsigmoid(self) -> Tensor:
     x, out = self._float_cast()
-    return x.le(-3).where(0.0, x.ge(3).where(1.0, (x + 3) / 6)).cast(out)
+    return x.le(-3).where(0.0, x.ge(3).where(1.0, x.isnan().where(x.detach(), (x + 3) / 6))).cast(out)   # torch: gradient 0 at nan
   def hardswish(self) -> Tensor:
     """x * relu6(x + 3) / 6 as torch computes it (-inf gives nan), with torch's gradient: 0 up to -3, 1 from 3, x/3 + 1/2 between"""
-    return self._smooth(lambda x: x * (x + 3).clamp(0, 6) / 6, lambda x, y: x.le(-3).where(0.0, x.ge(3).where(1.0, x / 3 + 0.5)))
+    return self._smooth(lambda x: x * (x + 3).clamp(0, 6) / 6, lambda x, y: x.le(-3).where(0.0, x.lt(3).where(x / 3 + 0.5, 1.0)))
   def elu(self, alpha:float=1.0) -> Tensor:
     x, out = self._float_cast()
-    pos = x.gt(0)
+    pos = x.le(0).logical_not()   # nan takes the linear branch, like torch (gradient 1 there)
     return pos.where(x, pos.where(0.0, x).expm1() * alpha).cast(out)
   def celu(self, alpha:float=1.0) -> Tensor:
     x, out = self._float_cast()
-    pos = x.gt(0)
+    pos = x.le(0).logical_not()   # nan takes the linear branch, like torch (gradient 1 there)
     return pos.where(x, (pos.where(0.0, x) / alpha).expm1() * alpha).cast(out)
   def selu(self) -> Tensor:
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
     x, out = self._float_cast()
-    pos = x.gt(0)
+    pos = x.le(0).logical_not()   # nan takes the linear branch, like torch (gradient 1 there)
     return (pos.where(x, pos.where(0.0, x).expm1() * alpha) * scale).cast(out)
   def silu(self) -> Tensor:
     x, out = self._float_cast()
