@@ -180,3 +180,13 @@ def test_grads_at_nonfinite_inputs(name):
     x = Tensor([v], requires_grad=True)
     tfn(x).sum().backward()
     np.testing.assert_equal(x.grad.numpy(), r.grad.numpy(), err_msg=f"{name}'({v})")
+
+def test_backward_after_realize_through_zero_derivative():
+  # found by the fuzzer: a value reached only through a piecewise-constant op (sign) still leads backward to x, which gets zeros
+  x = Tensor([1.5, -2.0], requires_grad=True)
+  y = Tensor(False).where(x.leaky_relu(0.1), -1.5).sign() * 2
+  y.realize()
+  y.sum().backward()
+  assert x.grad.tolist() == [0.0, 0.0]
+  i = x.argmax().realize()   # an int result that was realized doesn't make later float results require grad
+  assert not (Tensor([1.0, 2.0])[i] * 2).requires_grad

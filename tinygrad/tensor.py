@@ -27,18 +27,20 @@ def _drop_tensor(ref:weakref.ref[Tensor]) -> None: all_tensors.pop(ref, None)
 # UOps of tensors that require grad (weak: a graph that dies drops out), and UOps known to reach none of them
 _grad_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()
 _no_grad_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()
-def _reaches_grad(u:UOp) -> bool:
+_no_path_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()   # the same for paths of any dtype
+def _reaches_grad(u:UOp, floats_only:bool=True) -> bool:
   """Like PyTorch, a result requires grad when a float path not cut by DETACH reaches a tensor that requires grad (breadth first: the
-  nearest tensors are usually the ones that decide)."""
+  nearest tensors are usually the ones that decide). Backward looks further: through ints and bools too (x.sign() gets zeros)."""
   if not _grad_uops: return False
+  known_not = _no_grad_uops if floats_only else _no_path_uops
   queue, seen, i = [u], {u}, 0
   while i < len(queue):
     x, i = queue[i], i+1
-    if x in _grad_uops: return True
-    if x.op is Ops.DETACH or x in _no_grad_uops or not dtypes.is_float(x.dtype.scalar()): continue
+    if x in _grad_uops or (not floats_only and x in _grad_origin): return True
+    if x.op is Ops.DETACH or x in known_not or (floats_only and not dtypes.is_float(x.dtype.scalar())): continue
     for s in x.src:
       if s not in seen: seen.add(s); queue.append(s)
-  _no_grad_uops[u] = None
+  known_not[u] = None
   return False
 
 def _kernelless_view(uop:UOp, dtype:DType|None=None) -> UOp|None:
@@ -104,23 +106,26 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
   new_origins: dict[UOp, UOp] = {}
   if _grad_uops:
     leaves = {t.uop for t in tensors if t.is_leaf and t.requires_grad}
-    cut = []
+    cut, floats = [], []
     for k, v in becomes_map.items():
       if k in leaves: continue
-      if not _reaches_grad(k): cut.append(k)
+      if not _reaches_grad(k, floats_only=False): cut.append(k)
       elif v not in leaves:   # (x.contiguous() of a realized leaf x is x's buffer)
         # a buffer this realize wrote fresh holds k; an older one (ASSIGN target, CONTIGUOUS of a buffer) is in k, meaning its old value
         old = v.base.op is Ops.BUFFER and v.base.src[0].arg < first_new_buffer
         new_origins[v] = k.substitute({v: _grad_origin.get(v, v.detach())}) if old else k
-    if new_origins: _grad_uops.update((v, None) for v in new_origins); _no_grad_uops.clear()
+        if _reaches_grad(k): floats.append(v)
     # a realize must not open a gradient path: x.detach() of a realized x stays a DETACH, not x's own buffer
     for k in cut:
-      if _reaches_grad(becomes_map[k]): del becomes_map[k]
+      if _reaches_grad(v := becomes_map[k], floats_only=False) or any(u in new_origins for u in v.toposort()): del becomes_map[k]
   # the gradient origins see realized leaves and values that need no gradient as their buffers; the rest stays the graph it was
   if _grad_origin and (plain := {k: v for k, v in becomes_map.items() if v not in new_origins}):
     origins = list(_grad_origin.items())
     for (k, _), o in zip(origins, UOp.sink(*[o for _, o in origins]).substitute(plain).src): _grad_origin[k] = o
-  _grad_origin.update(new_origins)
+  if new_origins:
+    _grad_origin.update(new_origins)
+    _grad_uops.update((v, None) for v in floats)   # results of float ops on them require grad (int ones only lead backward to zeros)
+    _no_grad_uops.clear(); _no_path_uops.clear()
   # one substitute over the sink of every live graph: shared subgraphs are rewritten once, untouched graphs come back as the same UOps
   old_sink = UOp.sink(*[t.uop for t in tensors])
   new_sink = old_sink.substitute(becomes_map)
@@ -309,6 +314,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
         self._uop = UOp.new_buffer(dev, prod(self.shape), self.dtype).reshape(self.shape).assign(self._uop)  # type: ignore[arg-type]
       _grad_uops[self._uop] = None
       _no_grad_uops.clear()
+      _no_path_uops.clear()
 
   @property
   def lazydata(self) -> UOp: return self.uop
