@@ -190,3 +190,13 @@ def test_backward_after_realize_through_zero_derivative():
   assert x.grad.tolist() == [0.0, 0.0]
   i = x.argmax().realize()   # an int result that was realized doesn't make later float results require grad
   assert not (Tensor([1.0, 2.0])[i] * 2).requires_grad
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "hardswish", "softplus", "erf", "elu"])
+def test_infinite_upstream_gradient(name):
+  # an infinite gradient arriving (float overflow upstream) times a finite derivative is inf, not nan (fuzz case 23000242: gelu -> tan)
+  tfn, rfn = NONFINITE_FNS[name]
+  r = torch.tensor([0.5, -0.5, 2.0], requires_grad=True)
+  (rfn(r) * 3e38 * 10).sum().backward()
+  x = Tensor([0.5, -0.5, 2.0], requires_grad=True)
+  (tfn(x) * 3e38 * 10).sum().backward()
+  np.testing.assert_equal(x.grad.numpy(), r.grad.numpy())

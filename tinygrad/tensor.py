@@ -804,10 +804,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     big = (2 - 2.0**-m) * 2.0**(2**(e-1) - 1)
     fin = d.isfinite()
     dd = fin.where(d, d.isnan().where(value.detach().isnan().where(d, 0.0), d.gt(0).where(d.full_like(big), -big)))
-    # the term added is -0.0 going forward whatever dd's sign (so a -0.0 value stays -0.0): -(xd - x) is -0.0 and x - xd is +0.0, each
-    # with d/dx = 1, times the positive and the negative part of dd; where dd is 0 no gradient passes at all (torch's where: a nan stays out)
-    pos, neg = dd.lt(0).where(0.0, dd), dd.lt(0).where(dd, -0.0)
-    term = -(x.detach() - x) * pos + dx * neg
+    # the term added is -0.0 going forward whatever dd's sign (so a -0.0 value stays -0.0): x - xd is +0.0 and -(xd - x) is -0.0, each
+    # with d/dx = 1, times a negative or a positive dd (selected, so an infinite gradient never meets a 0); where dd is 0 no gradient
+    # passes at all (torch's where: a nan stays out)
+    term = dd.lt(0).where(dx * dd, -(x.detach() - x) * dd)
     ret = value + dd.eq(0).where(-0.0, fin.where(term, term * big))
     # an infinite x with an infinite value (softplus(inf) = inf) is x * d going forward, so d passes there too
     xd, vd = self.detach(), value.detach()
