@@ -84,7 +84,8 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.SIN, src=(UPat.var("x"),)), lambda ctx, x: (ctx * (x.const_like(math.pi / 2) - x).sin(),)),
   (UPat(Ops.POW, src=(UPat.var("x"), UPat.var("y")), name="ret"), _pow_grad),
   (UPat(Ops.WHERE, src=(UPat.var("c"), UPat(), UPat())), lambda ctx, c: (None, c.where(ctx, 0), c.where(0, ctx))),
-  (UPat(Ops.CAST, src=(UPat.var("x"),)), lambda ctx, x: (ctx.cast(x.dtype),)),
+  # like torch, an int or bool value carries no gradient: a cast to one cuts the path
+  (UPat(Ops.CAST, src=(UPat.var("x"),), name="ret"), lambda ctx, ret, x: (ctx.cast(x.dtype) if dtypes.is_float(ret.dtype.scalar()) else None,)),
   # piecewise constant or not a number: no gradient
   (UPat(GroupOp.Comparison | {Ops.AND, Ops.OR, Ops.XOR, Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR, Ops.THREEFRY, Ops.TRUNC, Ops.BITCAST, Ops.DETACH},
         name="ret"), lambda ret: (None,) * len(ret.src)),

@@ -8,7 +8,7 @@ from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts impor
 from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
-from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop
+from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, _unique_counter
 from tinygrad.device import Device
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
@@ -27,18 +27,20 @@ def _drop_tensor(ref:weakref.ref[Tensor]) -> None: all_tensors.pop(ref, None)
 # UOps of tensors that require grad (weak: a graph that dies drops out), and UOps known to reach none of them
 _grad_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()
 _no_grad_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()
-def _reaches_grad(u:UOp) -> bool:
+_no_path_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()   # the same for paths of any dtype
+def _reaches_grad(u:UOp, floats_only:bool=True) -> bool:
   """Like PyTorch, a result requires grad when a float path not cut by DETACH reaches a tensor that requires grad (breadth first: the
-  nearest tensors are usually the ones that decide)."""
+  nearest tensors are usually the ones that decide). Backward looks further: through ints and bools too (x.sign() gets zeros)."""
   if not _grad_uops: return False
+  known_not = _no_grad_uops if floats_only else _no_path_uops
   queue, seen, i = [u], {u}, 0
   while i < len(queue):
     x, i = queue[i], i+1
-    if x in _grad_uops: return True
-    if x.op is Ops.DETACH or x in _no_grad_uops or not dtypes.is_float(x.dtype.scalar()): continue
+    if x in _grad_uops or (not floats_only and x in _grad_origin): return True
+    if x.op is Ops.DETACH or x in known_not or (floats_only and not dtypes.is_float(x.dtype.scalar())): continue
     for s in x.src:
       if s not in seen: seen.add(s); queue.append(s)
-  _no_grad_uops[u] = None
+  known_not[u] = None
   return False
 
 def _kernelless_view(uop:UOp, dtype:DType|None=None) -> UOp|None:
@@ -73,10 +75,57 @@ class _NoGrad(contextlib.ContextDecorator):
   def __enter__(self): self.prev, _TensorMeta._no_grad = _TensorMeta._no_grad, self.mode
   def __exit__(self, *exc:Any): _TensorMeta._no_grad = self.prev
 
-def _apply_map_to_tensors(becomes_map:dict[UOp, UOp]) -> None:
+# a realized node computed from tensors that require grad keeps the graph it came from (like PyTorch's grad_fn): forward reads the
+# buffer, backward follows the graph (weak: it goes when no graph uses the buffer)
+_grad_origin: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+
+def _with_grad_origins(root:UOp) -> UOp:
+  """root as backward sees it: every realized node that has a gradient origin put back as that graph, at any depth."""
+  if not _grad_origin: return root
+  new: dict[UOp, UOp] = {}
+  in_progress: set[UOp] = set()
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    u, children_done = stack.pop()
+    if u in new: continue
+    origin = _grad_origin.get(u)
+    if not children_done:
+      # everything above u's own entry on the stack is below u in the graph: meeting u there again is a cycle
+      if u in in_progress: raise RuntimeError(f"gradient origins form a cycle at {u.op} {u.shape}")
+      in_progress.add(u)
+      stack.append((u, True))
+      stack.extend((s, False) for s in ((origin,) if origin is not None else u.src) if s not in new)
+    elif origin is not None: new[u] = new[origin]
+    else: new[u] = u.replace(src=tuple(new[s] for s in u.src)) if u.src else u
+  return new[root]
+
+def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) -> None:
   if not becomes_map: return
   tensors = [t for ref in list(all_tensors) if (t := ref()) is not None]
   if not tensors: return
+  new_origins: dict[UOp, UOp] = {}
+  if _grad_uops:
+    leaves = {t.uop for t in tensors if t.is_leaf and t.requires_grad}
+    cut, floats = [], []
+    for k, v in becomes_map.items():
+      if k in leaves: continue
+      if not _reaches_grad(k, floats_only=False): cut.append(k)
+      elif v not in leaves:   # (x.contiguous() of a realized leaf x is x's buffer)
+        # a buffer this realize wrote fresh holds k; an older one (ASSIGN target, CONTIGUOUS of a buffer) is in k, meaning its old value
+        old = v.base.op is Ops.BUFFER and v.base.src[0].arg < first_new_buffer
+        new_origins[v] = k.substitute({v: _grad_origin.get(v, v.detach())}) if old else k
+        if _reaches_grad(k): floats.append(v)
+    # a realize must not open a gradient path: x.detach() of a realized x stays a DETACH, not x's own buffer
+    for k in cut:
+      if _reaches_grad(v := becomes_map[k], floats_only=False) or any(u in new_origins for u in v.toposort()): del becomes_map[k]
+  # the gradient origins see realized leaves and values that need no gradient as their buffers; the rest stays the graph it was
+  if _grad_origin and (plain := {k: v for k, v in becomes_map.items() if v not in new_origins}):
+    origins = list(_grad_origin.items())
+    for (k, _), o in zip(origins, UOp.sink(*[o for _, o in origins]).substitute(plain).src): _grad_origin[k] = o
+  if new_origins:
+    _grad_origin.update(new_origins)
+    _grad_uops.update((v, None) for v in floats)   # results of float ops on them require grad (int ones only lead backward to zeros)
+    _no_grad_uops.clear(); _no_path_uops.clear()
   # one substitute over the sink of every live graph: shared subgraphs are rewritten once, untouched graphs come back as the same UOps
   old_sink = UOp.sink(*[t.uop for t in tensors])
   new_sink = old_sink.substitute(becomes_map)
@@ -259,8 +308,13 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # set by the user, the tensor is a leaf again (backward fills its .grad)
     self._requires_grad, self.is_leaf = value, True
     if value:
+      # a leaf needs an identity of its own: a graph with no buffer (Tensor.zeros ...) is hash-consed with every equal one, which
+      # would then look like it requires grad too. So it is written into a new buffer of its own (lazily, at the first realize).
+      if isinstance(dev := self.device, str) and all_int(self.shape) and not any(u.op is Ops.BUFFER for u in self._uop.toposort()):
+        self._uop = UOp.new_buffer(dev, prod(self.shape), self.dtype).reshape(self.shape).assign(self._uop)  # type: ignore[arg-type]
       _grad_uops[self._uop] = None
       _no_grad_uops.clear()
+      _no_path_uops.clear()
 
   @property
   def lazydata(self) -> UOp: return self.uop
@@ -300,8 +354,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def schedule_with_vars(self, *lst:Tensor) -> tuple[list, dict[UOp, int]]:
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
     from tinygrad.engine.schedule import create_schedule_with_vars
+    first_new_buffer = next(_unique_counter)
     schedule, var_vals, becomes_map = create_schedule_with_vars(UOp.sink(*[t.uop for t in (self,)+lst]))
-    _apply_map_to_tensors(becomes_map)
+    _apply_map_to_tensors(becomes_map, first_new_buffer)
     return schedule, var_vals
   def schedule(self, *lst:Tensor) -> list:
     schedule, var_vals = self.schedule_with_vars(*lst)
@@ -579,7 +634,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       fl = div.floor()
       fl = (div - fl).gt(0.5).where(fl + 1, fl)
       # a0 < a0 is never true: it keeps a0 and b0 in the graph, so their gradient is zeros (piecewise constant), not missing
-      return b0.lt(b0).where(b0, a0.lt(a0).where(a0, b.eq(0).where(a._fdiv(b), div.ne(0).where(fl, Tensor.copysign(div.full_like(0.0), a._fdiv(b))))))
+      return b0.lt(b0).where(b0, a0.lt(a0).where(a0, b.eq(0).where(a._fdiv(b), div.ne(0).where(fl, a._fdiv(b)._signed_zero()))))
     q = a._int_div(b)
     # truncation rounds toward zero: one less where the exact quotient is negative and not whole
     if not dtypes.is_unsigned(a.dtype): q = q - ((q * b).ne(a) & a.lt(0).ne(b.lt(0))).cast(a.dtype)
@@ -707,7 +762,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     lo, hi = min_ if min_ is not None else min, max_ if max_ is not None else max
     if lo is None and hi is None: raise ValueError("clamp needs at least one of min and max")
     ret = self if lo is None else self.lt(lo).where(lo, self)
-    return ret if hi is None else ret.gt(hi).where(hi, ret)
+    ret = ret if hi is None else ret.gt(hi).where(hi, ret)
+    return self.isnan().where(self.detach(), ret) if dtypes.is_float(self.dtype) else ret   # nan is outside [min, max]: gradient 0
   def clip(self, min_:Any=None, max_:Any=None, *, min:Any=None, max:Any=None) -> Tensor:
     return self.clamp(min_, max_, min=min, max=max)
 
@@ -741,13 +797,21 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # (x - x.detach()) is exactly 0 going forward and passes deriv to x going backward. An infinite deriv goes through two factors of the
     # largest finite float (0 * inf would be nan forward), a nan one passes nan where the value is nan too (outside the domain, like
     # torch), else none.
-    x = self.isfinite().where(self, 0.0)
+    # x - x.detach() is nan at an infinite x: there it goes in only where the value is nan anyway (a nan x carries its nan through)
+    x = (self.isinf() & value.detach().isnan().logical_not()).where(0.0, self)
     dx, d = x - x.detach(), deriv.detach()
     e, m = dtypes.finfo(self.dtype)
     big = (2 - 2.0**-m) * 2.0**(2**(e-1) - 1)
     fin = d.isfinite()
     dd = fin.where(d, d.isnan().where(value.detach().isnan().where(d, 0.0), d.gt(0).where(d.full_like(big), -big)))
-    return value + fin.where(dx * dd, (dx * dd) * big)
+    # the term added is -0.0 going forward whatever dd's sign (so a -0.0 value stays -0.0): x - xd is +0.0 and -(xd - x) is -0.0, each
+    # with d/dx = 1, times a negative or a positive dd (selected, so an infinite gradient never meets a 0); where dd is 0 no gradient
+    # passes at all (torch's where: a nan stays out)
+    term = dd.lt(0).where(dx * dd, -(x.detach() - x) * dd)
+    ret = value + dd.eq(0).where(-0.0, fin.where(term, term * big))
+    # an infinite x with an infinite value (softplus(inf) = inf) is x * d going forward, so d passes there too
+    xd, vd = self.detach(), value.detach()
+    return (self.isinf() & vd.isinf() & fin & d.ne(0) & (xd * d).eq(vd)).where(self * d, ret)
   @staticmethod
   def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
     """(hi, lo) with hi + lo = the constant to about 2x dt's precision, and hi * k exact for every whole |k| < 2**bits"""
@@ -922,7 +986,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def ceil(self) -> Tensor:
     if not dtypes.is_float(self.dtype): return self
     t = self.trunc()
-    return t + self.gt(t).cast(self.dtype)
+    return self.gt(t).where(t + 1, t)   # ceil(-0.3) is -0.0, like torch (t + 0 would be +0.0)
   def round(self, decimals:int=0) -> Tensor:
     """Round half to even, like numpy and torch; decimals scales by 10**decimals first, as torch does."""
     if not dtypes.is_float(self.dtype): return self
@@ -931,7 +995,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     f = self.floor()
     frac = self - f  # exact: floor(x) is within one unit of x
     f_is_odd = (f * 0.5).floor().mul(2).ne(f)
-    return frac.gt(0.5).where(f + 1, frac.lt(0.5).where(f, f_is_odd.where(f + 1, f)))
+    ret = frac.gt(0.5).where(f + 1, frac.lt(0.5).where(f, f_is_odd.where(f + 1, f)))
+    return ret.eq(0).where(self._signed_zero(), ret)   # round(-0.3) is -0.0
   def isnan(self) -> Tensor: return self.ne(self) if dtypes.is_float(self.dtype) else self.full_like(False, dtype=dtypes.bool)
   def isinf(self, detect_positive:bool=True, detect_negative:bool=True) -> Tensor:
     if not dtypes.is_float(self.dtype): return self.full_like(False, dtype=dtypes.bool)
@@ -946,6 +1011,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     s, e, w = s._broadcast_to(shape), e._broadcast_to(shape), w.cast(s.dtype)._broadcast_to(shape)
     diff = e - s
     return w.lt(0.5).where(s + w * diff, e - diff * (1 - w))
+  def _signed_zero(self) -> Tensor:
+    # 0 with self's sign bit, no gradient (copysign's gradient trick adds a +0, which turns -0 into +0)
+    ut = to_dtype(f"uint{8*self.dtype.itemsize}")
+    return (self.detach().bitcast(ut) & (1 << (8*self.dtype.itemsize - 1))).bitcast(self.dtype)
   def copysign(self, other:Any) -> Tensor:
     """|self| with the sign bit of other (-0.0 and nan signs too); ints give floats, like torch"""
     a, b = self._broadcasted(other, what="copysign")
@@ -986,22 +1055,22 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def softsign(self) -> Tensor: return self / (1 + self.abs())
   def hardsigmoid(self) -> Tensor:
     x, out = self._float_cast()
-    return x.le(-3).where(0.0, x.ge(3).where(1.0, (x + 3) / 6)).cast(out)
+    return x.le(-3).where(0.0, x.ge(3).where(1.0, x.isnan().where(x.detach(), (x + 3) / 6))).cast(out)   # torch: gradient 0 at nan
   def hardswish(self) -> Tensor:
     """x * relu6(x + 3) / 6 as torch computes it (-inf gives nan), with torch's gradient: 0 up to -3, 1 from 3, x/3 + 1/2 between"""
-    return self._smooth(lambda x: x * (x + 3).clamp(0, 6) / 6, lambda x, y: x.le(-3).where(0.0, x.ge(3).where(1.0, x / 3 + 0.5)))
+    return self._smooth(lambda x: x * (x + 3).clamp(0, 6) / 6, lambda x, y: x.le(-3).where(0.0, x.lt(3).where(x / 3 + 0.5, 1.0)))
   def elu(self, alpha:float=1.0) -> Tensor:
     x, out = self._float_cast()
-    pos = x.gt(0)
+    pos = x.le(0).logical_not()   # nan takes the linear branch, like torch (gradient 1 there)
     return pos.where(x, pos.where(0.0, x).expm1() * alpha).cast(out)
   def celu(self, alpha:float=1.0) -> Tensor:
     x, out = self._float_cast()
-    pos = x.gt(0)
+    pos = x.le(0).logical_not()   # nan takes the linear branch, like torch (gradient 1 there)
     return pos.where(x, (pos.where(0.0, x) / alpha).expm1() * alpha).cast(out)
   def selu(self) -> Tensor:
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
     x, out = self._float_cast()
-    pos = x.gt(0)
+    pos = x.le(0).logical_not()   # nan takes the linear branch, like torch (gradient 1 there)
     return (pos.where(x, pos.where(0.0, x).expm1() * alpha) * scale).cast(out)
   def silu(self) -> Tensor:
     x, out = self._float_cast()
@@ -1337,14 +1406,16 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
   @_dim_alias
   def max(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
-    """The largest value; ties share the gradient. A nan is skipped, unlike torch: finding it takes a second reduce, and a second kernel
-    where the max is broadcast (x - x.max()); a nan-propagating MAX in the renderers would give torch's answer for free."""
+    """The largest value; ties share the gradient. Like torch, a nan gives nan, and the gradient goes to the nans (shared): the sum of
+    the nan positions carries it (two more reduces, in the max's kernel; a broadcast max needs a second kernel)."""
+    ret = self._max_skip_nan(axis, keepdim)
+    if not dtypes.is_float(self.dtype): return ret
+    nan = self.isnan()
+    count = nan.cast(dtypes.float32).sum(axis, keepdim)
+    return count.gt(0).where(nan.where(self, 0).sum(axis, keepdim) / count.cast(self.dtype), ret)
+  def _max_skip_nan(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     self._check_nonempty("max", axis)
     return self._reduce(Ops.MAX, axis, keepdim, "max")
-  def _max_nan(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
-    # max with torch's nan: the nan check is a second reduce
-    ret = self.max(axis, keepdim)
-    return self.isnan().any(axis, keepdim).where(math.nan, ret) if dtypes.is_float(self.dtype) else ret
   def _inverse(self) -> Tensor:
     # an order-reversing map that never overflows: ~x for ints (and bools), -x for floats
     return -self if dtypes.is_float(self.dtype) else self.bitwise_not()
@@ -1359,17 +1430,23 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     n = prod(self.shape[a] for a in self._reduce_axes(axis, "mean"))
     total = self.cast(sum_acc_dtype(out_dt))._reduce(Ops.ADD, axis, keepdim)
     if isinstance(n, UOp): return (total / total.ufix(n)).cast(out_dt)  # a symbolic count is a kernel argument: one kernel for all values
-    return (total * (1/n if n else math.nan)).cast(out_dt)
+    return (total / n if n else total * math.nan).cast(out_dt)   # divided like torch: the mean of equal values is that value
   @_dim_alias
   def var(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> Tensor:
     """Variance with torch's correction (1: unbiased); no degrees of freedom left gives inf (or nan for 0/0), like torch."""
-    n = prod(self.shape[a] for a in self._reduce_axes(axis, "var"))
+    axes = self._reduce_axes(axis, "var")
+    n = prod(self.shape[a] for a in axes)
     x = self._to_float()
+    # shifted by the first element (detached: the variance doesn't depend on it), so equal values give exactly 0 and a large mean
+    # cancels before the squares
+    if n and all_int(self.shape): x = x - x.shrink(tuple((0, 1) if i in axes else None for i in range(x.ndim))).detach()
     sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
     return sq / max(0, n - correction)
   @_dim_alias
   def std(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> Tensor:
-    return self.var(axis, keepdim, correction).sqrt()
+    """sqrt(var); like torch, its gradient is 0 where it is 0 (sqrt's own derivative there is inf)"""
+    var = self.var(axis, keepdim, correction)
+    return var.eq(0).where(0.0, var.eq(0).where(1.0, var).sqrt())
   @_dim_alias
   def var_mean(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> tuple[Tensor, Tensor]:
     return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
@@ -1393,7 +1470,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if not isinstance(n := self.shape[ax], int): raise NotImplementedError(f"argmax over a symbolic dim {n}")
     # the first maximum gets the biggest weight n-i, so one max reduce finds it
     weights = Tensor.arange(n, 0, -1, device=self.device).reshape((n,) + (1,)*(self.ndim-ax-1))
-    key = self.eq(self.max(ax, keepdim=True)) * weights
+    key = self.eq(self._max_skip_nan(ax, keepdim=True)) * weights
     if not dtypes.is_float(self.dtype): return (n - key.max(ax, keepdim)).cast(dtypes.int32)
     # a nan counts as the max, like torch: nan keys (n, 2n] outrank the others [1, n]
     k = self.isnan().where(weights + n, key).max(ax, keepdim)
@@ -1465,7 +1542,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if n == 0: return self, self.cast(dtypes.int32)
     fill = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
     win, _ = self._cum_windows(ax, fill)
-    vals = win._max_nan(-1, keepdim=True)
+    vals = win.max(-1, keepdim=True)
     hit = win.eq(vals) | (win.isnan() & vals.isnan()) if dtypes.is_float(self.dtype) else win.eq(vals)
     pos = Tensor.arange(n, device=self.device).reshape(n, 1) + Tensor.arange(n, device=self.device) - (n - 1)   # window slot -> index
     idx = hit.where(pos, -1).max(-1).transpose(ax, -1).cast(dtypes.int32)
@@ -2582,7 +2659,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       raise TypeError(f"only float tensors have gradients, got {self.dtype} and targets {[t.dtype for t in targets]}")
     root_grad = Tensor(1.0, self.device, self.dtype) if gradient is None else gradient.cast(self.dtype)
     if root_grad.shape != self.shape: raise ValueError(f"gradient= has shape {root_grad.shape}, expected this tensor's shape {self.shape}")
-    grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in targets})
+    grads = compute_gradient(_with_grad_origins(self.uop), root_grad.uop, {t.uop for t in targets})
     ret: list[Tensor] = []
     for i, t in enumerate(targets):
       if (g := grads.get(t.uop)) is not None: ret.append(Tensor(g))
@@ -2594,15 +2671,17 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     implies gradient 1, grads add up across calls, and a tensor reached only through detach keeps grad None."""
     from tinygrad.gradient import compute_gradient
     if gradient is None and self.shape != (): raise ValueError(f"backward of a tensor of shape {self.shape} needs gradient= (only scalars imply 1)")
-    in_graph = self.uop.toposort()
+    root = _with_grad_origins(self.uop)
+    in_graph = root.toposort()
     params = [t for ref in list(all_tensors) if (t := ref()) is not None and t.requires_grad and dtypes.is_float(t.dtype) and t.uop in in_graph]
     if not params: raise RuntimeError("backward: no tensor with requires_grad=True is used by this tensor")
     root_grad = Tensor(1.0, self.device, self.dtype) if gradient is None else gradient.cast(self.dtype)
     if root_grad.shape != self.shape: raise ValueError(f"gradient= has shape {root_grad.shape}, expected this tensor's shape {self.shape}")
-    grads = compute_gradient(self.uop, root_grad.uop, {t.uop for t in params})
+    grads = compute_gradient(root, root_grad.uop, {t.uop for t in params})
     for t in params:
       if (g := grads.get(t.uop)) is None: continue
-      t.grad = Tensor(g) if t.grad is None else t.grad.assign(t.grad + Tensor(g))
+      # like PyTorch, .grad itself doesn't require grad (nor do results computed from it)
+      t.grad = Tensor(g.detach()) if t.grad is None else t.grad.assign(t.grad + Tensor(g.detach()))
     return self
 
   # ***** matmul *****

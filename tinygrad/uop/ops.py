@@ -21,7 +21,7 @@ def _exp2(x):
 def _log2(x): return math.nan if x < 0 or math.isnan(x) else (-math.inf if x == 0 else (math.inf if x == math.inf else math.log2(x)))
 def _sqrt(x): return math.nan if x < 0 or math.isnan(x) else math.sqrt(x)
 def _sin(x): return math.nan if math.isinf(x) or math.isnan(x) else math.sin(x)
-def _trunc(x): return x if (isinstance(x, float) and (math.isinf(x) or math.isnan(x))) else type(x)(math.trunc(x))
+def _trunc(x): return x if not isinstance(x, float) or math.isinf(x) or math.isnan(x) else math.copysign(float(math.trunc(x)), x)  # -0.3 -> -0.0
 def _idiv(x, y): return 0 if y == 0 else (abs(x) // abs(y)) * (1 if (x < 0) == (y < 0) else -1)   # C semantics: truncate toward zero
 def _mod(x, y): return 0 if y == 0 else (abs(x) % abs(y)) * (1 if x >= 0 else -1)                   # sign of the dividend, as in C
 def _pow(x, y):

@@ -1,0 +1,202 @@
+# Autograd semantics against PyTorch: gradients after a realize, .grad flags, nan/inf and zero-variance gradients, casts
+import math
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+
+torch = pytest.importorskip("torch")
+
+A = np.array([[1.67, 1.15, -0.3], [-1.93, 1.16, 0.7]], dtype=np.float32)
+W = np.array([[1.0, 2.0, -1.0], [3.0, 4.0, 0.5]], dtype=np.float32)
+
+def _both(fn, realize_at):
+  # fn(lib, x, w, mark) -> scalar loss; mark(t) is where the tinygrad run realizes (reads) a value before backward
+  r = torch.tensor(A, requires_grad=True)
+  fn(torch, r, torch.tensor(W), lambda t: t).backward()
+  x = Tensor(A, requires_grad=True)
+  def mark(t):
+    if realize_at == "numpy": t.numpy()
+    elif realize_at == "realize": t.realize()
+    return t
+  fn(None, x, Tensor(W), mark).backward()
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), atol=1e-5, rtol=1e-5)
+
+GRAPHS = {
+  "softmax": lambda lib, x, w, mark: (mark(x.softmax(0)) * w).sum(),
+  "expand_sum": lambda lib, x, w, mark: (mark(x.sum(1, keepdim=True)).expand(2, 3) * w).sum(),
+  "loss": lambda lib, x, w, mark: mark(((x * w).exp() + x.sin()).mean()),
+  "chain": lambda lib, x, w, mark: (mark(mark(mark(x * w).relu() + x).tanh()) * x).sum(),
+  "shared": lambda lib, x, w, mark: (lambda h: (h * h.sum(0)).sum() + h.max())(mark(x.exp() * w)),
+  "log_softmax": lambda lib, x, w, mark: -(mark(x.log_softmax(1)) * w).sum(),
+}
+
+@pytest.mark.parametrize("realize_at", ["numpy", "realize"])
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_backward_after_realize(graph, realize_at): _both(GRAPHS[graph], realize_at)
+
+def test_backward_after_realize_deep_chain():
+  # every step realized (an RNN read at each step): backward still reaches x, and the walk is iterative
+  x = Tensor([0.5, -0.25], requires_grad=True)
+  h = x
+  for _ in range(400): h = (h * 0.999 + 0.001).realize()
+  h.sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), [0.999 ** 400] * 2, rtol=1e-4)
+
+def test_gradient_after_realize():
+  x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  y = (x * x).realize()
+  g, = y.sum().gradient(x)
+  assert g.tolist() == [2.0, 4.0, 6.0]
+
+def test_detach_of_realized_stays_detached():
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  d = x.detach()
+  d.realize()
+  assert not (d * 2).requires_grad
+  (d * x).sum().backward()
+  assert x.grad.tolist() == [1.0, 2.0]
+
+def test_inplace_on_realized_nonleaf():
+  r = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+  ry = r * 2
+  ry[1:] *= r[1:]
+  ry.sum().backward()
+  x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  y = (x * 2).realize()
+  y[1:] *= x[1:]
+  y.realize()
+  y.sum().backward()
+  assert x.grad.tolist() == r.grad.tolist()
+
+def test_grad_does_not_require_grad():
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  (x * x).sum().backward()
+  assert not x.grad.requires_grad and not (x.grad * 2).requires_grad
+  (x * 3).sum().backward()   # accumulates, still plain data
+  assert x.grad.tolist() == [5.0, 7.0] and not x.grad.requires_grad
+
+def test_constructors_are_independent_of_grad_tensors():
+  # torch: a tensor made by a constructor never requires grad, even when an identical one does
+  z = Tensor.zeros(3, requires_grad=True)
+  assert z.requires_grad
+  for t in (Tensor.zeros(3), Tensor.zeros(3) * 2, Tensor.zeros(3).contiguous(), Tensor.ones(3), Tensor.full((3,), 0.0), Tensor.zeros_like(z)):
+    assert not t.requires_grad, t
+  o = Tensor.ones(2, 2, requires_grad=True)
+  (o * 2).sum().backward()
+  k = Tensor.ones(2, 2)
+  (k * o).sum().backward()
+  assert k.grad is None and o.grad.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+
+@pytest.mark.parametrize("vals", [[1.0, 1.0, 1.0], [0.1] * 3, [1e8 + 1] * 3, [0.3] * 7, [-2.5] * 5])
+def test_var_of_equal_values_is_zero(vals):
+  assert Tensor(vals).var().item() == 0.0 and Tensor(vals).std().item() == 0.0
+  assert Tensor(vals).mean().item() == torch.tensor(vals).mean().item()   # divided by n, like torch
+
+@pytest.mark.parametrize("data,axis,correction", [([1.0, 1.0, 1.0], None, 1), ([[1.0, 1.0], [2.0, 3.0]], 1, 1), ([[1.0, 1.0], [2.0, 3.0]], 0, 0),
+                                                  ([1.0, 1.0, 1.0], None, 3), ([[5.0, 5.0, 5.0], [1.0, -2.0, 0.5]], 1, 1)])
+def test_std_var_grad_like_torch(data, axis, correction):
+  for name in ("std", "var"):
+    r = torch.tensor(data, requires_grad=True)
+    getattr(r, name)(dim=axis, correction=correction).sum().backward()
+    x = Tensor(data, requires_grad=True)
+    getattr(x, name)(axis, correction=correction).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), atol=1e-6, equal_nan=True)
+
+def test_var_large_mean_accurate():
+  a = (np.float32(1e4) + np.arange(8, dtype=np.float32) * np.float32(0.01)).astype(np.float32)
+  np.testing.assert_allclose(Tensor(a).var().item(), torch.tensor(a, dtype=torch.float64).var().item(), rtol=1e-3)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_max_min_propagate_nan(device):
+  a = [[1.0, math.nan, 3.0], [1.0, 2.0, -1.0]]
+  for name in ("max", "min"):
+    for axis in (None, 0, 1):
+      want = getattr(torch.tensor(a), "a" + name)(**({} if axis is None else {"dim": axis}))
+      np.testing.assert_equal(getattr(Tensor(a, device=device), name)(axis).numpy(), want.numpy())
+  # torch.max(): the gradient goes to the nan (shared between nans)
+  for v in ([1.0, math.nan, 3.0], [math.nan, 0.0, math.nan]):
+    r = torch.tensor(v, requires_grad=True)
+    r.max().backward()
+    x = Tensor(v, requires_grad=True, device=device)
+    x.max().backward()
+    assert x.grad.tolist() == r.grad.tolist()
+
+def test_no_grad_through_int_cast():
+  r = torch.tensor([1.5, -2.5], requires_grad=True)
+  (r.int().float() * 3 + r.bool().float() + r.long().double().float() + r).sum().backward()
+  x = Tensor([1.5, -2.5], requires_grad=True)
+  (x.cast(dtypes.int32).float() * 3 + x.cast(dtypes.bool).float() + x.cast(dtypes.int64).cast(dtypes.float64).float() + x).sum().backward()
+  assert x.grad.tolist() == r.grad.tolist()
+  assert not x.cast(dtypes.int32).requires_grad
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_floordiv_sign_of_zero(device):
+  a, b = [-0.0, 0.0, -0.0, 0.0, -1.0, 5.0, 1.0], [3.0, 3.0, -3.0, -3.0, 3.0, 3.0, -7.0]
+  want = (torch.tensor(a) // torch.tensor(b)).numpy()
+  got = (Tensor(a, device=device) // Tensor(b, device=device)).numpy()
+  np.testing.assert_equal(got, want)
+  assert list(np.signbit(got)) == list(np.signbit(want))
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_rounding_keeps_sign_of_zero(device):
+  a = [-0.3, -0.0, 0.0, 0.3, -0.5, 2.5, -2.5, -1.5, 0.7]
+  for name in ("trunc", "ceil", "floor", "round"):
+    want = getattr(torch.tensor(a), name)().numpy()
+    got = getattr(Tensor(a, device=device), name)().numpy()
+    np.testing.assert_equal(got, want)
+    assert list(np.signbit(got)) == list(np.signbit(want)), name
+
+def test_hand_written_gradients_keep_sign_and_mask_nan():
+  # hardswish(-3) is -0.0 in torch; its derivative there is 0 by a select, so a nan arriving from sqrt'(0) = inf * 0 stays out
+  a = [-3.0, 3.0, 0.0, -0.0, 0.5, -4.0]
+  r = torch.tensor(a, requires_grad=True)
+  rv = torch.nn.functional.hardswish(r)
+  rv.abs().sqrt().sum().backward()
+  x = Tensor(a, requires_grad=True)
+  v = x.hardswish()
+  v.abs().sqrt().sum().backward()
+  assert list(np.signbit(v.numpy())) == list(np.signbit(rv.detach().numpy()))
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-6, equal_nan=True)
+
+F = torch.nn.functional if torch is not None else None
+NONFINITE_FNS = {
+  "relu": (Tensor.relu, torch.relu), "abs": (Tensor.abs, torch.abs), "sigmoid": (Tensor.sigmoid, torch.sigmoid), "tanh": (Tensor.tanh, torch.tanh),
+  "exp": (Tensor.exp, torch.exp), "log": (Tensor.log, torch.log), "sqrt": (Tensor.sqrt, torch.sqrt), "sin": (Tensor.sin, torch.sin),
+  "cos": (Tensor.cos, torch.cos), "tan": (Tensor.tan, torch.tan), "clamp": (lambda x: x.clamp(-1, 1), lambda x: x.clamp(-1, 1)),
+  "elu": (Tensor.elu, F.elu), "selu": (Tensor.selu, F.selu), "celu": (Tensor.celu, F.celu), "softplus": (Tensor.softplus, F.softplus),
+  "leaky_relu": (lambda x: x.leaky_relu(0.1), lambda x: F.leaky_relu(x, 0.1)), "hardtanh": (Tensor.hardtanh, F.hardtanh),
+  "hardsigmoid": (Tensor.hardsigmoid, F.hardsigmoid), "hardswish": (Tensor.hardswish, F.hardswish), "logsigmoid": (Tensor.logsigmoid, F.logsigmoid),
+  "erf": (Tensor.erf, torch.erf), "atan": (Tensor.atan, torch.atan), "asinh": (Tensor.asinh, torch.asinh), "softsign": (Tensor.softsign, F.softsign),
+  "gelu": (Tensor.gelu, lambda x: F.gelu(x, approximate="tanh")), "square": (Tensor.square, torch.square), "max": (Tensor.max, torch.max),
+  "where": (lambda x: (x > 0).where(x, x * 2), lambda x: torch.where(x > 0, x, x * 2)),
+}
+
+@pytest.mark.parametrize("name", sorted(NONFINITE_FNS))
+def test_grads_at_nonfinite_inputs(name):
+  tfn, rfn = NONFINITE_FNS[name]
+  for v in (math.nan, math.inf, -math.inf, 0.0, -0.0):
+    r = torch.tensor([v], requires_grad=True)
+    rfn(r).sum().backward()
+    x = Tensor([v], requires_grad=True)
+    tfn(x).sum().backward()
+    np.testing.assert_equal(x.grad.numpy(), r.grad.numpy(), err_msg=f"{name}'({v})")
+
+def test_backward_after_realize_through_zero_derivative():
+  # found by the fuzzer: a value reached only through a piecewise-constant op (sign) still leads backward to x, which gets zeros
+  x = Tensor([1.5, -2.0], requires_grad=True)
+  y = Tensor(False).where(x.leaky_relu(0.1), -1.5).sign() * 2
+  y.realize()
+  y.sum().backward()
+  assert x.grad.tolist() == [0.0, 0.0]
+  i = x.argmax().realize()   # an int result that was realized doesn't make later float results require grad
+  assert not (Tensor([1.0, 2.0])[i] * 2).requires_grad
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "hardswish", "softplus", "erf", "elu"])
+def test_infinite_upstream_gradient(name):
+  # an infinite gradient arriving (float overflow upstream) times a finite derivative is inf, not nan (fuzz case 23000242: gelu -> tan)
+  tfn, rfn = NONFINITE_FNS[name]
+  r = torch.tensor([0.5, -0.5, 2.0], requires_grad=True)
+  (rfn(r) * 3e38 * 10).sum().backward()
+  x = Tensor([0.5, -0.5, 2.0], requires_grad=True)
+  (tfn(x) * 3e38 * 10).sum().backward()
+  np.testing.assert_equal(x.grad.numpy(), r.grad.numpy())
