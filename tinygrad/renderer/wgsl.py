@@ -59,7 +59,8 @@ class WGSLRenderer(CStyleLanguage):
     """Whether a buffer is kept as u32 words holding 4 or 2 elements: global buffers of the types under 32 bits (but native f16)."""
     return buf.op is Ops.DEFINE_GLOBAL and cast(PtrDType, buf.dtype).base.itemsize < 4 and cast(PtrDType, buf.dtype).base != dtypes.float16
   def render_dtype(self, dt:DType, mem:bool=False) -> str:
-    if isinstance(dt, PtrDType): return f"array<{'atomic<u32>' if dt.base.itemsize < 4 and dt.base != dtypes.float16 else self.render_dtype(dt.base)}>"
+    if isinstance(dt, PtrDType):
+      return f"array<{'atomic<u32>' if dt.base.itemsize < 4 and dt.base != dtypes.float16 else self.render_dtype(dt.base)}>"
     if dt.count > 1: raise NotImplementedError(f"WGSL renderer has no vectors, got {dt}")
     if dt not in self.type_map: raise NotImplementedError(f"WEBGPU can't compute {dt}")
     return self.type_map[dt]

@@ -5,7 +5,7 @@ import ctypes, functools, importlib.util, os, pathlib, time
 from typing import Any
 from tinygrad.device import Compiled, Compiler, CompileError, LRUAllocator, BufferSpec, DeviceUnavailable
 from tinygrad.renderer.wgsl import WGSLRenderer
-from tinygrad.helpers import flat_mv, round_up
+from tinygrad.helpers import round_up
 
 INSTALL_HINT = "`pip install --no-deps wgpu cffi pycparser` (it ships libwgpu_native) and a Vulkan driver, e.g. " \
                "`apt-get install -y mesa-vulkan-drivers libvulkan1` (lavapipe); or point WEBGPU_PATH at libwgpu_native"
@@ -24,9 +24,11 @@ UncapturedCB = ctypes.CFUNCTYPE(None, c_p, c_i32, StringView, c_p, c_p)   # devi
 AdapterCBInfo, MapCBInfo = _callback_info("WGPURequestAdapterCallbackInfo", AdapterCB), _callback_info("WGPUBufferMapCallbackInfo", MapCB)
 ErrorScopeCBInfo = _callback_info("WGPUPopErrorScopeCallbackInfo", ErrorScopeCB)
 DeviceLostCBInfo = _callback_info("WGPUDeviceLostCallbackInfo", c_p)
-UncapturedCBInfo = _struct("WGPUUncapturedErrorCallbackInfo", ("nextInChain", c_p), ("callback", UncapturedCB), ("userdata1", c_p), ("userdata2", c_p))
-LIMIT_NAMES = ("maxTextureDimension1D maxTextureDimension2D maxTextureDimension3D maxTextureArrayLayers maxBindGroups maxBindGroupsPlusVertexBuffers "
-  "maxBindingsPerBindGroup maxDynamicUniformBuffersPerPipelineLayout maxDynamicStorageBuffersPerPipelineLayout maxSampledTexturesPerShaderStage "
+UncapturedCBInfo = _struct("WGPUUncapturedErrorCallbackInfo", ("nextInChain", c_p), ("callback", UncapturedCB), ("userdata1", c_p),
+                           ("userdata2", c_p))
+LIMIT_NAMES = ("maxTextureDimension1D maxTextureDimension2D maxTextureDimension3D maxTextureArrayLayers maxBindGroups "
+  "maxBindGroupsPlusVertexBuffers maxBindingsPerBindGroup maxDynamicUniformBuffersPerPipelineLayout maxDynamicStorageBuffersPerPipelineLayout "
+  "maxSampledTexturesPerShaderStage "
   "maxSamplersPerShaderStage maxStorageBuffersPerShaderStage maxStorageTexturesPerShaderStage maxUniformBuffersPerShaderStage "
   "maxUniformBufferBindingSize:64 maxStorageBufferBindingSize:64 minUniformBufferOffsetAlignment minStorageBufferOffsetAlignment maxVertexBuffers "
   "maxBufferSize:64 maxVertexAttributes maxVertexBufferArrayStride maxInterStageShaderVariables maxColorAttachments maxColorAttachmentBytesPerSample "
