@@ -108,6 +108,7 @@ class WEBGPUAllocator(LRUAllocator[int]):
     wgpu().wgpuQueueWriteBuffer(self.dev.queue, dest, 0, data, len(data))
   def _copyout(self, dest:memoryview, src:int) -> None:
     dest[:] = self.dev.read(src, dest.nbytes)
+  def can_transfer(self, src:Any) -> bool: return src is self   # buffers of one WebGPU device only: WEBGPU:1 is another device
   def _transfer(self, dest:int, src:int, nbytes:int, src_dev:Compiled, dest_dev:Compiled) -> None:
     self.dev.submit(lambda enc: wgpu().wgpuCommandEncoderCopyBufferToBuffer(enc, src, 0, dest, 0, round_up(nbytes, 4)))
 
