@@ -1,5 +1,5 @@
 # fixtures every test file may use
-import os
+import os, re
 # every kernel a test compiles is checked for memory accesses that are neither gated nor provably in bounds (codegen raises)
 os.environ.setdefault("IGNORE_OOB", "0")
 import pytest
@@ -9,7 +9,7 @@ from tinygrad.dtype import DType
 # run a test on each device: it becomes Device.DEFAULT for the test. A device that can't open here (no library, no hardware) is skipped,
 # and so is a test whose parameters name a dtype the device doesn't hold. REMOTE joins when REMOTE_HOST names a running server, the GPUs
 # of machines that have one when TEST_DEVICES names them (e.g. TEST_DEVICES=AMD,METAL)
-@pytest.fixture(params=["CPU", "PYTHON", "LLVM", "GPU"] + (["REMOTE"] if os.environ.get("REMOTE_HOST") else []) +
+@pytest.fixture(params=["CPU", "PYTHON", "LLVM", "GPU", "WEBGPU"] + (["REMOTE"] if os.environ.get("REMOTE_HOST") else []) +
                 [d for d in os.environ.get("TEST_DEVICES", "").upper().split(",") if d])
 def device(request, monkeypatch):
   try: Device[request.param]
@@ -20,10 +20,22 @@ def device(request, monkeypatch):
   monkeypatch.setitem(Device.__dict__, "DEFAULT", request.param)
   return request.param
 
-# devices whose every kernel takes long to compile (PoCL builds each OpenCL program with clang and links its builtins: ~0.3 s) run a
+# devices whose every kernel takes long to compile (PoCL builds each OpenCL program with clang and links its builtins: ~0.3 s; lavapipe
+# turns each WGSL pipeline into LLVM IR and JITs it) run a
 # representative subset: of each test's parametrizations, those that bring a parameter value not seen yet, so every op, dtype and shape
 # a test names still runs on them. FULL_DEVICE_TESTS=1 runs everything.
-SUBSET_DEVICES = ("GPU",)
+SUBSET_DEVICES = ("GPU", "WEBGPU")
+
+# a device refusing a dtype it doesn't compute (int64 and float64 on WEBGPU) raises this clear error when the kernel is made: a test that only
+# fails so is reported as skipped on that device, with the error as the reason (test_webgpu.py checks the error itself)
+UNSUPPORTED_DTYPE = re.compile(r"kernel \S+: device \S+ can't compute [^;]+")
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+  report = (yield).get_result()
+  if report.failed and call.excinfo is not None and call.excinfo.errisinstance(RuntimeError) and \
+     (m := UNSUPPORTED_DTYPE.search(str(call.excinfo.value))) is not None and "device" in getattr(item, "fixturenames", ()):
+    report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1] or 0, f"Skipped: {m.group(0)}")
 
 def pytest_collection_modifyitems(config, items):
   if os.environ.get("FULL_DEVICE_TESTS"): return
@@ -32,6 +44,6 @@ def pytest_collection_modifyitems(config, items):
     params = getattr(item, "callspec", None)
     if params is None or (dev := params.params.get("device")) not in SUBSET_DEVICES: continue
     vals = {(k, repr(v)) for k, v in params.params.items() if k != "device"}
-    got = seen.setdefault((item.module.__name__ if item.module else "", item.originalname), set())
+    got = seen.setdefault((dev, item.module.__name__ if item.module else "", item.originalname), set())
     if vals and vals <= got: item.add_marker(pytest.mark.skip(reason=f"representative subset on {dev} (FULL_DEVICE_TESTS=1 runs all)"))
     got |= vals

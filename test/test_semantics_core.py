@@ -81,6 +81,7 @@ def test_nan_bounds_comparison(device):
   assert (Tensor([0.5, 2., -3.]).exp() < 1.5).pad(((1, 0),)).tolist() == [False, False, False, True]
 
 def test_nan_through_clamp(device):
+  if device == "WEBGPU": pytest.xfail("WGSL lets shader compilers assume finite floats and ignore signed zeros (x-x is 0, x+0 is x)")
   x = Tensor([math.nan, 1., 10., -math.inf, math.inf])
   np.testing.assert_equal((x.relu().minimum(6) < 7).pad(((0, 1),)).numpy(), np.array([False, True, True, True, True, False]))
   np.testing.assert_equal(((x - x) < 1).pad(((0, 1),)).numpy(), np.array([False, True, True, False, False, False]))   # inf-inf is nan
@@ -205,6 +206,7 @@ def test_empty_huge_ops_use_int64_indices():
       assert not oob_accesses(p.uops)
 
 def test_signed_zero_plus_zero(device):
+  if device == "WEBGPU": pytest.xfail("WGSL lets shader compilers assume finite floats and ignore signed zeros (x-x is 0, x+0 is x)")
   # x + 0.0 is not x for floats: -0.0 + 0.0 is 0.0
   x, tx = Tensor([-0.0, 1.0, -2.0]), torch.tensor([-0.0, 1.0, -2.0])
   np.testing.assert_equal(np.signbit((x + 0).numpy()), np.signbit((tx + 0).numpy()))

@@ -20,6 +20,7 @@ def fresh_seed():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.float64])
 def test_from_blob_reads_and_writes_host_memory(device, dtype):
+  if device == "WEBGPU": pytest.skip("WebGPU buffers can't wrap host memory")
   arr = np.arange(12).astype(dtype).reshape(3, 4)
   t = Tensor.from_blob(arr.ctypes.data, (3, 4), _from_np_dtype(dtype))
   np.testing.assert_equal(t.numpy(), arr)

@@ -331,6 +331,7 @@ class CStyleLanguage(Renderer):
     tc = self._wmma_tc(arg)
     ea, eb, ec = tc.elements_per_thread
     return self.render_dtype(tc.dtype_in.vec(ea)), self.render_dtype(tc.dtype_in.vec(eb)), self.render_dtype(tc.dtype_out.vec(ec))
+  def render_let(self, dt:DType, nm:str, expr:str) -> str: return f"const {self.render_dtype(dt)} {nm} = {expr};"   # a named value
   def render_param(self, u:UOp, nm:str, read_only:bool) -> str:
     if u.op is Ops.DEFINE_VAR: return f"{self.arg_int_prefix} {nm}" if u.dtype == dtypes.int32 else f"const {self.render_dtype(u.dtype)} {nm}"
     const = "const " if read_only and self.const_inputs else ""
@@ -369,7 +370,7 @@ class CStyleLanguage(Renderer):
         ctx.r[u] = s
       else:
         ctx.r[u] = nm = ctx.new_name(_PREFIX.get(u.op, "alu"))
-        kernel.append("  "*depth + f"const {self.render_dtype(u.dtype)} {nm} = {s};")
+        kernel.append("  "*depth + self.render_let(u.dtype, nm, s))
       if u.op in (Ops.RANGE, Ops.IF): depth += 1
     return self.render_kernel(ctx, name, kernel, params, uops)
 

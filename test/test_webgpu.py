@@ -1,0 +1,132 @@
+# the WEBGPU device: wgpu-native through ctypes (lavapipe in CI), WGSL type rules (no 64-bit types, packed small types), compile errors, copies
+import ctypes, importlib.util
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device, dtypes, Variable
+from tinygrad.device import CompileError, DeviceUnavailable, is_dtype_supported
+from tinygrad.engine.realize import get_program, CompiledRunner
+
+try:
+  from tinygrad.runtime import ops_webgpu
+  from tinygrad.runtime.ops_webgpu import WEBGPUCompiler
+  dev = Device["WEBGPU"]
+except Exception as e: pytest.skip(f"WEBGPU is not available: {e}", allow_module_level=True)
+
+def test_compile_error_shows_message_and_numbered_source():
+  src = "@compute @workgroup_size(1)\nfn k() {\n  let x: f32 = undeclared_thing;\n}\n"
+  with pytest.raises(CompileError) as e: WEBGPUCompiler(dev).compile(src)
+  msg = str(e.value)
+  assert "compiling WGSL failed" in msg and "undeclared_thing" in msg and "   3   let x: f32 = undeclared_thing;" in msg
+
+def test_missing_library_says_what_to_install(monkeypatch):
+  monkeypatch.delenv("WEBGPU_PATH", raising=False)
+  monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+  with pytest.raises(DeviceUnavailable, match=r"libwgpu_native.*pip install --no-deps wgpu cffi pycparser.*apt-get install -y mesa-vulkan-drivers"):
+    ops_webgpu.wgpu.__wrapped__()
+  monkeypatch.setenv("WEBGPU_PATH", "/nonexistent/libwgpu_native.so")
+  with pytest.raises(DeviceUnavailable, match=r"WEBGPU can't load .*nonexistent"): ops_webgpu.wgpu.__wrapped__()
+
+@pytest.mark.parametrize("dt", [dtypes.float64, dtypes.int64, dtypes.uint64])
+def test_64bit_types_refused_with_clear_error(dt):
+  assert not is_dtype_supported(dt, "WEBGPU")
+  t = Tensor([1, 2, 3], dtype=dt, device="WEBGPU")   # holding the bytes is fine: only computing needs the type
+  with pytest.raises(RuntimeError, match=rf"device WEBGPU can't compute {dt}; it supports .*dtypes.float"): (t * 2).realize()
+  np.testing.assert_equal(t.to("CPU").numpy(), [1, 2, 3])
+
+def test_supported_dtypes():
+  for dt in (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.float32):
+    assert is_dtype_supported(dt, "WEBGPU")
+  assert is_dtype_supported(dtypes.float16, "WEBGPU") == dev.renderer.f16
+
+@pytest.mark.parametrize("dt", [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16])
+def test_small_ints_packed_and_wrapped(dt):
+  # 13 elements: threads write neighbouring bytes of one word, and the last word is partly padding
+  info = np.iinfo(np.dtype(dt.fmt))
+  a = np.random.default_rng(0).integers(info.min, info.max, 13, endpoint=True).astype(dt.fmt)
+  b = np.random.default_rng(1).integers(info.min, info.max, 13, endpoint=True).astype(dt.fmt)
+  ta, tb = Tensor(a, device="WEBGPU"), Tensor(b, device="WEBGPU")
+  src = get_program((ta + tb).schedule()[-1].ast, dev.renderer).src
+  assert "atomic<u32>" in src and "atomicOr" in src
+  with np.errstate(over="ignore"):
+    np.testing.assert_equal((ta + tb).numpy(), a + b)
+    np.testing.assert_equal((ta * tb).numpy(), a * b)
+    np.testing.assert_equal(((ta + tb) < ta).numpy(), (a + b) < a)   # compared after wrapping, inside one kernel
+  np.testing.assert_equal((ta.cast(dtypes.int32) * 3).numpy(), a.astype(np.int32) * 3)
+
+def test_bool_buffers():
+  a = np.array([True, False, True, True, False, False, True], dtype=bool)
+  t = Tensor(a, device="WEBGPU")
+  np.testing.assert_equal((t ^ Tensor(a[::-1].copy(), device="WEBGPU")).numpy(), a ^ a[::-1])
+  np.testing.assert_equal(t.logical_not().numpy(), ~a)
+  np.testing.assert_equal((Tensor(np.arange(7, dtype=np.float32), device="WEBGPU") > 3).numpy(), np.arange(7) > 3)
+
+def test_int_division_by_zero_gives_zero():
+  a, b = np.array([7, -7, 5, 0], dtype=np.int32), np.array([2, 2, 0, 0], dtype=np.int32)
+  assert Tensor(a, device="WEBGPU").idiv(Tensor(b, device="WEBGPU")).tolist() == [3, -3, 0, 0]
+
+def test_nan_inf():
+  x = Tensor([1.0, float("inf"), float("-inf"), float("nan"), 0.0], device="WEBGPU")
+  np.testing.assert_equal(x.isnan().numpy(), [False, False, False, True, False])
+  np.testing.assert_equal(x.isinf().numpy(), [False, True, True, False, False])
+  np.testing.assert_equal((x * 2).numpy(), np.array([2.0, np.inf, -np.inf, np.nan, 0.0], dtype=np.float32))
+  np.testing.assert_equal((1 / Tensor([0.0, -0.0], device="WEBGPU")).numpy(), [np.inf, -np.inf])
+
+def test_group_reduce_uses_workgroup_memory_and_barriers():
+  from tinygrad.opt.kernel import Opt, OptOps
+  a = np.random.default_rng(1).standard_normal((4, 256)).astype(np.float32)
+  (si,) = Tensor(a, device="WEBGPU").sum(1).schedule()
+  p = get_program(si.ast, dev.renderer, opts=[Opt(OptOps.GROUP, 0, 16)])
+  assert "var<workgroup>" in p.src and "workgroupBarrier();" in p.src and "@workgroup_size(16, 1, 1)" in p.src
+  bufs = [b.ensure_allocated() for b in si.bufs]
+  CompiledRunner(p)(bufs, {})
+  np.testing.assert_allclose(bufs[0].numpy(), a.sum(1), rtol=1e-5)
+
+def test_symbolic_variable_passed_as_uniform():
+  x = Tensor(np.arange(10, dtype=np.float32), device="WEBGPU").realize()
+  for n in (3, 7):
+    v = Variable("n", 1, 10).bind(n)
+    sched, _ = (x.shrink(((0, v),)) * 2).sum().schedule_with_vars()
+    assert "var<uniform> tg_vars" in get_program(sched[-1].ast, dev.renderer).src   # the loop runs to n
+    assert (x.shrink(((0, v),)) * 2).sum().item() == 2 * sum(range(n))
+
+def test_copies_cpu_python_webgpu():
+  a = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+  w = Tensor(a, device="CPU").to("WEBGPU")
+  assert w.device == "WEBGPU"
+  np.testing.assert_equal(w.numpy(), a)
+  np.testing.assert_equal((w * 2).to("CPU").numpy(), a * 2)
+  np.testing.assert_equal((w + 1).to("PYTHON").numpy(), a + 1)
+  np.testing.assert_equal(Tensor(a, device="PYTHON").to("WEBGPU").numpy(), a)
+
+def test_copies_gpu_webgpu():
+  try: Device["GPU"]
+  except Exception as e: pytest.skip(f"GPU (OpenCL) is not available: {e}")
+  a = np.arange(11, dtype=np.float32) - 5
+  g = Tensor(a, device="WEBGPU").to("GPU")
+  np.testing.assert_equal((g * 3).numpy(), a * 3)
+  w = (g + 1).to("WEBGPU")
+  assert w.device == "WEBGPU"
+  np.testing.assert_equal((w * 2).numpy(), (a + 1) * 2)
+
+def test_transfer_between_webgpu_buffers():
+  alloc = dev.allocator
+  src, dst = alloc.alloc(12), alloc.alloc(12)
+  alloc._copyin(src, memoryview(b"webgpu bytes"))
+  alloc._transfer(dst, src, 12, dev, dev)
+  out = bytearray(12)
+  alloc._copyout(memoryview(out), dst)
+  assert bytes(out) == b"webgpu bytes"
+
+def test_struct_layouts_match_the_header():
+  # the ctypes structs against the header wgpu-native ships, as the wgpu package's cffi parsed it
+  try: from wgpu.backends.wgpu_native._ffi import ffi
+  except Exception as e: pytest.skip(f"the wgpu package's cffi bindings don't load: {e}")
+  for ours, theirs in [(ops_webgpu.Limits, "WGPULimits"), (ops_webgpu.DeviceDescriptor, "WGPUDeviceDescriptor"),
+                       (ops_webgpu.BufferDescriptor, "WGPUBufferDescriptor"), (ops_webgpu.BindGroupEntry, "WGPUBindGroupEntry"),
+                       (ops_webgpu.BindGroupDescriptor, "WGPUBindGroupDescriptor"), (ops_webgpu.ShaderSourceWGSL, "WGPUShaderSourceWGSL"),
+                       (ops_webgpu.ComputePipelineDescriptor, "WGPUComputePipelineDescriptor"),
+                       (ops_webgpu.RequestAdapterOptions, "WGPURequestAdapterOptions"), (ops_webgpu.MapCBInfo, "WGPUBufferMapCallbackInfo")]:
+    assert ctypes.sizeof(ours) == ffi.sizeof(theirs), theirs
+  for name in ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize", "maxComputeWorkgroupsPerDimension"):
+    assert getattr(ops_webgpu.Limits, name).offset == ffi.offsetof("WGPULimits", name)
+  assert ops_webgpu.DeviceDescriptor.uncapturedErrorCallbackInfo.offset == ffi.offsetof("WGPUDeviceDescriptor", "uncapturedErrorCallbackInfo")
