@@ -8,7 +8,7 @@ from tinygrad.device import Device, Buffer, Program
 from tinygrad.helpers import DEBUG, GlobalCounters, colored, ansilen, Metadata, program_flags
 from tinygrad.renderer import ProgramSpec, Estimates
 from tinygrad.engine.schedule import ScheduleItem
-from tinygrad.codegen.program import get_program
+from tinygrad.codegen.program import get_program, program_key, load_program, save_program
 __all__ = ["Runner", "CompiledRunner", "ExecItem", "BufferCopy", "get_program", "lower_schedule", "run_schedule"]
 
 # ***** runners *****
@@ -69,7 +69,10 @@ def get_runner(device:str, ast:UOp, rawbufs:list[Buffer]|None=None) -> CompiledR
   renderer = Device[device].renderer
   if (ret := method_cache.get(key := (device, ast, renderer, program_flags()))) is not None: return ret
   # the program runs where it was asked for (CPU:1 or NULL share the CPU's renderer, whose device says CPU)
-  method_cache[key] = ret = CompiledRunner(replace(get_program(ast, renderer, rawbufs=rawbufs), device=device))
+  # a kernel made in an earlier process is on disk (CACHELEVEL=0: not)
+  if (p := load_program(pkey := program_key(ast, renderer), ast, renderer)) is None:
+    p = save_program(pkey, get_program(ast, renderer, rawbufs=rawbufs))
+  method_cache[key] = ret = CompiledRunner(replace(p, device=device))
   return ret
 
 # ***** running *****
