@@ -147,3 +147,21 @@ def test_other_library_source_misses(tmp_path, monkeypatch):
     built.clear()
     np.testing.assert_allclose((Tensor(x, device="CPU") * 5 - 2).numpy(), x * 5 - 2)
     assert len(built) == want, (version, built)
+
+def test_compiles_run_ahead_once_each(tmp_path, monkeypatch):
+  # run_schedule lowers every new kernel first and compiles on threads (CPU's compiler is a subprocess); each source compiles once
+  _cpu()
+  import threading
+  from tinygrad.runtime.ops_cpu import CPUCompiler
+  monkeypatch.setattr(helpers, "CACHEDB", str(tmp_path / "cache.db"))
+  threads = []
+  real = CPUCompiler.compile
+  monkeypatch.setattr(CPUCompiler, "compile", lambda self, src: threads.append(threading.current_thread() is threading.main_thread()) or real(self, src))
+  x = np.random.default_rng(1).standard_normal((6, 7)).astype(np.float32)
+  t = Tensor(x, device="CPU")
+  outs = [(t * 3.25 + 0.5).sum(0), (t - 1.75).exp2().max(1), (t * t).contiguous()]
+  Tensor.realize(*outs)
+  np.testing.assert_allclose(outs[0].numpy(), (x * 3.25 + 0.5).sum(0), rtol=1e-5)
+  np.testing.assert_allclose(outs[1].numpy(), np.exp2(x - 1.75).max(1), rtol=1e-5)
+  np.testing.assert_allclose(outs[2].numpy(), x * x, rtol=1e-6)
+  assert len(threads) >= 3 and not any(threads), threads   # one compile per kernel, none on the caller's thread

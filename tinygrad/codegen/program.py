@@ -71,7 +71,7 @@ def save_program(key:tuple, p:ProgramSpec) -> ProgramSpec:
   diskcache_put("program", key, json.dumps({"sha256": hashlib.sha256(body.encode()).hexdigest(), "body": body}).encode(), prepickled=True)
   return p
 
-def _ints(x:Any, n:int|None=None) -> list[int]:
+def _ints(x:Any, n:int|None=None) -> list:
   if not isinstance(x, list) or not all(type(v) is int for v in x) or (n is not None and len(x) != n): raise ValueError(f"not {n} ints: {x}")
   return x
 
