@@ -3,7 +3,7 @@ import gc
 import numpy as np
 import pytest
 from tinygrad import Tensor, TinyJit, GlobalCounters, Variable, Device, dtypes
-from tinygrad.helpers import Context
+from tinygrad.helpers import Context, CACHELEVEL
 from tinygrad.engine import realize
 from tinygrad.engine.jit import JitError, GraphRunner
 from tinygrad.engine.memory import memory_planner
@@ -17,6 +17,7 @@ def compiles(monkeypatch):
     count[0] += 1
     return orig(*args, **kwargs)
   monkeypatch.setattr(realize, "get_program", counted)
+  monkeypatch.setattr(CACHELEVEL, "value", 0)   # every kernel built here, none from the program cache on disk
   return count
 
 def _rand(rng, *shape): return rng.standard_normal(shape, dtype=np.float32)
@@ -200,7 +201,7 @@ def test_jitbeam_searches_only_captured_kernels(monkeypatch):
   monkeypatch.setattr(program, "beam_search", lambda k, rawbufs, amt: searched.append(amt) or k)
   @TinyJit
   def f(a:Tensor) -> Tensor: return (a * 3 + 7.25).sum()
-  with Context(JITBEAM=2):
+  with Context(JITBEAM=2, BEAM_MIN_WORK=0, CACHELEVEL=0):
     f(Tensor([1.0, 2.0]))
     assert searched == []   # the eager first call uses the default optimizer
     for _ in range(3): np.testing.assert_allclose(f(Tensor([1.0, 2.0])).numpy(), 23.5)

@@ -4,7 +4,7 @@ import ctypes, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, Context, dtypes
-from tinygrad.helpers import PROGRAM_FLAGS, GlobalCounters, CPU_THREADS
+from tinygrad.helpers import PROGRAM_FLAGS, GlobalCounters, CPU_THREADS, CACHELEVEL
 from tinygrad.device import Compiled, CompileError, DeviceUnavailable, is_dtype_supported, load_library, _MallocAllocator
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import ThreadKind, ThreadId
@@ -23,6 +23,7 @@ def builds(monkeypatch):
     got.append(ret := real(*args, **kwargs))
     return ret
   monkeypatch.setattr(realize, "get_program", counting)
+  monkeypatch.setattr(CACHELEVEL, "value", 0)   # a build, not the program cache on disk (test_program_cache.py)
   # BEAM=1 in the flag sweep must rebuild, not search: the search is tested in test_search.py
   monkeypatch.setattr(program_mod, "beam_search", lambda k, rawbufs, amt, **kw: k)
   return got

@@ -23,7 +23,8 @@ from tinygrad.opt.search import beam_search, get_kernel_actions
 def private_cache(tmp_path, monkeypatch):
   # searches and compiles land in a throwaway cache, never in the user's; every search checks its candidates' results
   monkeypatch.setattr(helpers, "CACHEDB", str(tmp_path / "cache.db"))
-  with Context(BEAM_CHECK=1): yield
+  # the kernels here are small: BEAM searches them anyway (by default it leaves kernels under BEAM_MIN_WORK to the heuristic)
+  with Context(BEAM_CHECK=1, BEAM_MIN_WORK=0): yield
 
 def _device(name:str) -> str:
   try: Device[name]
@@ -398,7 +399,7 @@ def test_workers_never_rerun_the_users_script(tmp_path):
   # spawn/forkserver workers import the parent's __main__: a script without a main guard must still run once, not once per worker
   script = tmp_path / "script.py"
   script.write_text("from tinygrad import Tensor\nprint('RUN', flush=True)\nprint((Tensor([[1.0, 2.0, 3.0, 4.0]] * 8) * 2).sum(1).max().tolist())\n")
-  env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1]), "BEAM": "1", "PARALLEL": "2", "BEAM_UPCAST_MAX": "2",
+  env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1]), "BEAM": "1", "PARALLEL": "2", "BEAM_UPCAST_MAX": "2", "BEAM_MIN_WORK": "0",
          "CACHEDB": str(tmp_path / "cache.db"), "BEAM_TIMEOUT_SEC": "20"}
   ret = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
   assert ret.returncode == 0, ret.stderr

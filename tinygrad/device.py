@@ -1,6 +1,7 @@
 from __future__ import annotations
 import ctypes, ctypes.util, functools, importlib, os, pathlib
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, Sequence, TypeVar
 from tinygrad.helpers import DEBUG, LRU, GlobalCounters, diskcache_get, diskcache_put, flat_mv
@@ -238,17 +239,31 @@ def load_library(device:str, names:Sequence[str], install:str) -> ctypes.CDLL:
     except OSError: continue
   raise DeviceUnavailable(f"{device} needs the {names[0]} library, which isn't installed here; install it with: {install}")
 
+_compile_pool: ThreadPoolExecutor|None = None
+
 class Compiler:
+  threaded: bool = False   # compile() may run on a thread (it runs a subprocess or drops the GIL): the engine compiles kernels ahead
   def __init__(self, cachekey:str|None=None):
     self.cachekey = cachekey
     self._mem_cache: dict[str, bytes] = {}
+    self._pending: dict[str, Future] = {}
   def compile(self, src:str) -> bytes: return src.encode()  # the default "compiler" passes the source through
+  def compile_ahead(self, src:str) -> None:
+    """Start compiling src on a thread where the compiler allows it (compile_cached then waits for it), so compiles of the kernels to come
+    overlap with the Python that lowers them and with each other. The disk cache is only touched from the caller's thread."""
+    global _compile_pool
+    if not self.threaded or src in self._mem_cache or src in self._pending: return
+    if self.cachekey is not None and (lib := diskcache_get(self.cachekey, src)) is not None: self._mem_cache[src] = lib
+    else:
+      if _compile_pool is None: _compile_pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="tinygrad_compile")
+      self._pending[src] = _compile_pool.submit(self.compile, src)
   def compile_cached(self, src:str) -> bytes:
     if (lib := self._mem_cache.get(src)) is not None: return lib
-    # diskcache_get/put are no-ops when CACHELEVEL=0
-    if self.cachekey is None or (lib := diskcache_get(self.cachekey, src)) is None:
-      lib = self.compile(src)
-      if self.cachekey is not None: diskcache_put(self.cachekey, src, lib)
+    # diskcache_get/put are no-ops when CACHELEVEL=0; a compile started ahead that failed raises here, in the kernel's turn
+    if (ahead := self._pending.pop(src, None)) is not None: lib, fresh = ahead.result(), True
+    elif self.cachekey is None or (lib := diskcache_get(self.cachekey, src)) is None: lib, fresh = self.compile(src), True
+    else: fresh = False
+    if fresh and self.cachekey is not None: diskcache_put(self.cachekey, src, lib)
     self._mem_cache[src] = lib
     return lib
   def disassemble(self, lib:bytes) -> None: pass

@@ -157,8 +157,10 @@ PACKED_CONV_MIN = ContextVar("PACKED_CONV_MIN", 1 << 24)
 THREAD_MIN_WORK = ContextVar("THREAD_MIN_WORK", 1 << 17)
 # every flag the optimizer and codegen read: a program made under other values is another program, so these are part of the runner
 # cache key (engine/realize.py) and of BEAM's disk cache key. A flag read anywhere in opt/ or codegen/ belongs here.
+# BEAM searches only kernels with at least this many loop iterations: below it a kernel runs in microseconds, the search costs seconds
+BEAM_MIN_WORK = ContextVar("BEAM_MIN_WORK", 1 << 16)
 PROGRAM_FLAGS: tuple[ContextVar, ...] = (BEAM, NOOPT, TRANSCENDENTAL, CPU_THREADS, USE_TC, TC_SELECT, TC_OPT, THREAD_MIN_WORK, BEAM_UPCAST_MAX,
-                                         BEAM_LOCAL_MAX)
+                                         BEAM_LOCAL_MAX, BEAM_MIN_WORK)
 def program_flags() -> tuple: return tuple(f.value for f in PROGRAM_FLAGS)
 # tinygrad's flags, accepted so its scripts run: SPLIT_REDUCEOP is SPLIT_REDUCEOPS; aranges are always fused; no winograd convs
 # IGNORE_OOB=0: codegen checks every kernel's memory accesses (tinygrad/codegen/__init__.py)
@@ -277,14 +279,15 @@ def _key_hash(key: Any) -> str:
 
 def _table(table: str) -> str: return f"{re.sub('[^a-zA-Z0-9_]', '_', table)}_v{VERSION}"
 
-def diskcache_get(table: str, key: Any) -> Any:
+def diskcache_get(table: str, key: Any, raw: bool = False) -> Any:
+  """The value stored under key, unpickled; raw=True: the stored bytes as they are (for values put prepickled in a format of their own)."""
   if CACHELEVEL == 0: return None
   conn = db_connection()
   try: row = _retry_locked(lambda: conn.execute(f'SELECT val FROM "{_table(table)}" WHERE key=?', (_key_hash(key),)).fetchone())
   except sqlite3.OperationalError as e:
     if "no such table" in str(e): return None
     raise
-  if row is None: return None
+  if row is None or raw: return None if row is None else row[0]
   try: return pickle.loads(row[0])
   except Exception: return None   # a stale entry that no longer unpickles is a miss, not an error
 

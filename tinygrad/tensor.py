@@ -1792,16 +1792,19 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if not isinstance(dev := _canonical(device), str): raise NotImplementedError(f"{name} on several devices {dev}")
     return shp, dt, dev
   @staticmethod
-  def rand(*shape, device:DeviceLike=None, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
-    """Uniform in [0, 1), computed on the device by Threefry-2x32: the same numbers on every device for the same seed and calls."""
+  def rand(*shape, device:DeviceLike=None, dtype:DTypeLike|None=None, contiguous:bool=True, **kwargs) -> Tensor:
+    """Uniform in [0, 1), computed on the device by Threefry-2x32: the same numbers on every device for the same seed and calls.
+    contiguous (as in tinygrad): the numbers are made once into a buffer, not again inside every kernel that reads them (a lazy weight
+    read by a matmul would otherwise run the generator once per output row)."""
     shp, dt, dev = Tensor._random_args("rand", shape, dtype, device)
-    return Tensor(Tensor._bits_to_unit(Tensor._random_bits(prod(shp), dev), dt).reshape(shp).uop, **kwargs)
+    out = Tensor._bits_to_unit(Tensor._random_bits(prod(shp), dev), dt).reshape(shp)
+    return Tensor((out.contiguous() if contiguous else out).uop, **kwargs)
   @staticmethod
   def randn(*shape, device:DeviceLike=None, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
     """Standard normal, by Box-Muller on two uniforms (computed in float32, or float64 for float64)."""
     shp, dt, dev = Tensor._random_args("randn", shape, dtype, device)
     fdt = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
-    u = Tensor.rand(2, *shp, device=dev, dtype=fdt)
+    u = Tensor.rand(2, *shp, device=dev, dtype=fdt, contiguous=False)
     u1, u2 = u.shrink(((0, 1),) + tuple((0, s) for s in shp)).reshape(shp), u.shrink(((1, 2),) + tuple((0, s) for s in shp)).reshape(shp)
     # 1 - u2 is in (0, 1], so the log is finite
     return Tensor(((u1 * (2 * math.pi)).cos() * ((1 - u2).log() * -2).sqrt()).cast(dt).uop, **kwargs)

@@ -1,6 +1,6 @@
 # kernel AST -> linear program: lower views to index maths, simplify, decompose what the device lacks, add accumulators, order
 from __future__ import annotations
-import itertools
+import functools, itertools
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, graph_rewrite_map, sint, ThreadKind
 from tinygrad.helpers import TRANSCENDENTAL, IGNORE_OOB, to_function_name
@@ -36,18 +36,21 @@ def oob_accesses(uops) -> dict[UOp, str]:
 def _raise_oob(uops):
   if errs := oob_accesses(uops): raise RuntimeError("out-of-bounds access in a kernel:\n" + "\n".join(errs.values()))
 
+@functools.cache
+def _joined(*pms:PatternMatcher) -> PatternMatcher: return functools.reduce(lambda a, b: a + b, pms)   # one table per combination, made once
+
 def full_rewrite_to_sink(ast:UOp, opts:Renderer|None=None) -> UOp:
   if opts is None: opts = Renderer()   # as in tinygrad: no renderer means the generic one (no device ops beyond the basics)
   from tinygrad.uop.symbolic import sym
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
   sink = lower_group_reduces(expand(lower(ast, opts), opts.vector_alu_lanes, opts.vector_alu_ops, opts.vector_alu_dtypes))
-  sink = graph_rewrite(sink, sym + pm_cleanup_gates)
+  sink = graph_rewrite(sink, _joined(sym, pm_cleanup_gates))
   # accumulators before the device rewrites, so acc + a*b can become one MULACC (and acc + WMMA the WMMA's own accumulate)
-  sink = graph_rewrite(sink, pm_reduce_to_acc + pm_wmma_acc, itertools.count())
+  sink = graph_rewrite(sink, _joined(pm_reduce_to_acc, pm_wmma_acc), itertools.count())
   supported = set(opts.code_for_op) if opts.code_for_op else set()
   # IGNORE_OOB=0 checks the addresses here, before div/mod become shifts whose bounds are loose, and those the late rewrites make after
   if not IGNORE_OOB: bad = oob_accesses(topo := sink.toposort())
-  late = graph_rewrite_map(sink, sym + get_late_rewrite_patterns(supported, TRANSCENDENTAL >= 2))
+  late = graph_rewrite_map(sink, _joined(sym, get_late_rewrite_patterns(supported, TRANSCENDENTAL >= 2)))
   if not IGNORE_OOB:
     proven = {late.get(ix) for ix in topo if ix.op is Ops.INDEX and ix not in bad}
     _raise_oob(x for x in late[sink].toposort() if x not in proven or x.op is not Ops.INDEX)

@@ -19,22 +19,24 @@ def _combine(op:Ops, vals:list[UOp]) -> UOp:
   while len(vals) > 1: vals = [vals[i].alu(op, vals[i+1]) if i+1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
   return vals[0]
 
-def _offset(x:UOp, base:UOp) -> int|None:
+# memo: one kernel's symbolic rewrites so far (graph_rewrite's memo): the lanes' indices share most of their nodes, each simplified once
+def _offset(x:UOp, base:UOp, memo:dict[UOp, UOp]) -> int|None:
   # x - base, when the symbolic rules make it a constant
   from tinygrad.uop.symbolic import sym
-  return d.arg if (d := graph_rewrite(x - base, sym)).op is Ops.CONST else None
+  return d.arg if (d := graph_rewrite(x - base, sym, memo=memo)).op is Ops.CONST else None
 
-def _gate(index:UOp) -> UOp|None:
+def _gate(index:UOp, memo:dict[UOp, UOp]) -> UOp|None:
   # an INDEX's gate, simplified: lanes whose gates differ only in conditions the loop bounds make true share one
   from tinygrad.uop.symbolic import sym
-  return graph_rewrite(index.src[2], sym) if len(index.src) > 2 else None
+  return graph_rewrite(index.src[2], sym, memo=memo) if len(index.src) > 2 else None
 
-def _step(idx:UOp, axis:tuple[int, int], placeholders:list[UOp]) -> int|None:
+def _step(idx:UOp, axis:tuple[int, int], placeholders:list[UOp], memo:dict[UOp, UOp]) -> int|None:
   # how far the index moves from lane 0 to lane 1 of the axis (other register axes at lane 0), if that is a constant
   def at(v:int) -> UOp: return idx.substitute({p: UOp.const(p.dtype, v if p.arg == axis else 0) for p in placeholders})
-  return _offset(at(1), at(0))
+  return _offset(at(1), at(0), memo)
 
-def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], width:int, vdts:tuple[DType, ...]) -> tuple[int, int]|None:
+def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], width:int, vdts:tuple[DType, ...],
+                 memo:dict[UOp, UOp]) -> tuple[int, int]|None:
   """The upcast axis that becomes vectors: the one most float loads and stores walk with stride 1 (a power of two <= width lanes)."""
   reduced = {s.arg for u in topo if u.op is Ops.REDUCE for s in u.src[1:] if s.op is Ops.UNROLL}
   if any(u.op is Ops.WMMA for u in topo): return None
@@ -45,7 +47,7 @@ def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], w
     if u.op not in (Ops.LOAD, Ops.STORE) or (u.dtype if u.op is Ops.LOAD else u.src[1].dtype) not in vdts: continue
     idx = u.src[0].src[1]
     for a in cands:
-      if a in lanes[idx] and _step(idx, a, placeholders) == 1: score[a] += 1
+      if a in lanes[idx] and _step(idx, a, placeholders, memo) == 1: score[a] += 1
   # an output axis first; else a reduced one (a vector accumulator whose lanes are combined after the loop)
   best = max(cands, key=lambda a: (score[a] > 0, a not in reduced, score[a], a[1]), default=None)
   return best if best is not None and score[best] > 0 else None
@@ -67,7 +69,8 @@ def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdt
       lanes[u] = tuple(sorted(ls))
   made: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
   def get(u:UOp, assign:dict[int, int]) -> UOp: return made[(u, tuple(assign[a] for a, _ in lanes[u]))]
-  vaxis = _vector_axis(topo, lanes, vector_width, vdts) if vector_width > 1 else None
+  memo: dict[UOp, UOp] = {}
+  vaxis = _vector_axis(topo, lanes, vector_width, vdts, memo) if vector_width > 1 else None
   vmade: dict[tuple[UOp, tuple[int, ...]], UOp] = {}   # vectorized nodes: their vector per combination of the other lanes
   def vget(u:UOp, assign:dict[int, int]) -> UOp:
     assert vaxis is not None
@@ -85,8 +88,8 @@ def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdt
     # the vector's first INDEX when its lanes address consecutive elements under one gate (one vector load or store), else None
     assert vaxis is not None
     ix = [get(index, {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
-    gate = _gate(ix[0])
-    return ix[0] if all(_offset(x.src[1], ix[0].src[1]) == i and _gate(x) is gate for i, x in enumerate(ix)) else None
+    gate = _gate(ix[0], memo)
+    return ix[0] if all(_offset(x.src[1], ix[0].src[1], memo) == i and _gate(x, memo) is gate for i, x in enumerate(ix)) else None
   def vectorize(u:UOp, assign:dict[int, int]) -> UOp|None:
     """the vector node of u for these other lanes, or None where u stays per-lane scalars"""
     assert vaxis is not None

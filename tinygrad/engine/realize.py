@@ -5,10 +5,10 @@ from typing import Generator
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.device import Device, Buffer, Program
-from tinygrad.helpers import DEBUG, GlobalCounters, colored, ansilen, Metadata, program_flags, getenv, temp
-from tinygrad.renderer import ProgramSpec, Estimates
+from tinygrad.helpers import DEBUG, BEAM, GlobalCounters, colored, ansilen, Metadata, program_flags, getenv, temp
+from tinygrad.renderer import Renderer, ProgramSpec, Estimates
 from tinygrad.engine.schedule import ScheduleItem
-from tinygrad.codegen.program import get_program
+from tinygrad.codegen.program import get_program, program_key, load_program, save_program
 from tinygrad.engine.cross import cross_compile
 __all__ = ["Runner", "CompiledRunner", "ExecItem", "BufferCopy", "get_program", "lower_schedule", "run_schedule"]
 
@@ -70,10 +70,29 @@ def get_runner(device:str, ast:UOp, rawbufs:list[Buffer]|None=None) -> CompiledR
   renderer = Device[device].renderer
   if (ret := method_cache.get(key := (device, ast, renderer, program_flags()))) is not None: return ret
   # the program runs where it was asked for (CPU:1 or NULL share the CPU's renderer, whose device says CPU)
-  method_cache[key] = ret = CompiledRunner(replace(get_program(ast, renderer, rawbufs=rawbufs), device=device))
+  p = programs_ahead.pop(key, None) or _program(ast, renderer, rawbufs)
+  method_cache[key] = ret = CompiledRunner(replace(p, device=device))
   # CROSS_COMPILE=CUDA:sm_80,...: the kernel is also compiled (never run) for those targets, and the results logged (engine/cross.py)
   if (spec := getenv("CROSS_COMPILE", "")): cross_compile(ast, spec, getenv("CROSS_COMPILE_LOG", temp("cross_compile.jsonl")))
   return ret
+
+def _program(ast:UOp, renderer:Renderer, rawbufs:list[Buffer]|None) -> ProgramSpec:
+  # a kernel made in an earlier process is on disk (CACHELEVEL=0: not)
+  if (p := load_program(pkey := program_key(ast, renderer), ast, renderer)) is not None: return p
+  return save_program(pkey, get_program(ast, renderer, rawbufs=rawbufs))
+
+programs_ahead: dict[tuple, ProgramSpec] = {}
+def compile_ahead(schedule:list[ScheduleItem]) -> None:
+  """Lower a schedule's new kernels before the first one runs, and start their compiles on threads where the device's compiler allows
+  (Compiler.threaded): compiles overlap with the Python that lowers the rest, and with each other. A kernel that fails here is lowered
+  again in its turn, and raises there. Not under BEAM, which times candidates on inputs that the earlier kernels fill."""
+  if BEAM >= 1: return
+  for si in schedule:
+    if si.ast.op is not Ops.SINK or not (dev := Device[si.bufs[0].device]).compiler.threaded: continue
+    if (key := (si.bufs[0].device, si.ast, dev.renderer, program_flags())) in method_cache or key in programs_ahead: continue
+    try: programs_ahead[key] = p = _program(si.ast, dev.renderer, None)
+    except Exception: continue
+    dev.compiler.compile_ahead(p.src)
 
 # ***** running *****
 
@@ -129,6 +148,7 @@ class JitError(RuntimeError):
   """A TinyJit call that a replay would get wrong; the message says what changed."""
 
 def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None, do_update_stats=True):
+  compile_ahead(schedule)
   for _, ei in lower_schedule(list(schedule)):
     if capturing: capturing[-1].append(ei)
     ei.run(var_vals or {}, do_update_stats=do_update_stats)

@@ -11,7 +11,10 @@ def _filled(shape:int|tuple[int, ...], value:float) -> Tensor:
   shp = make_tuple(shape, 1)
   return Tensor([float(value)] * prod(shp)).reshape(shp) if prod(shp) else Tensor.full(shp, value)
 
-def _uniform(shape:tuple[int, ...], bound:float) -> Tensor: return Tensor.uniform(*shape, low=-bound, high=bound)
+def _uniform(shape:tuple[int, ...], bound:float) -> Tensor:
+  # made into a buffer of its own at once (one kernel): the first training step then reads the same plain buffers as every later one, so
+  # it builds the same kernels instead of versions with the initializer fused in
+  return (Tensor.rand(*shape, contiguous=False) * (2 * bound) - bound).contiguous()
 
 class Linear:
   """y = x @ weight.T + bias, weight (out_features, in_features). torch's init: kaiming_uniform(a=sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in))."""

@@ -23,6 +23,7 @@ def _cc_version(cc:tuple[str, ...]) -> str:
 
 class CPUCompiler(Compiler):
   """Compiles C source to a shared object with clang or gcc and returns the object's bytes."""
+  threaded = True   # each compile is a subprocess in its own temp dir
   def __init__(self, cachekey:str|None=None, extra_flags:tuple[str, ...]=()):
     self.cc, self.cflags = find_cc(), CFLAGS + extra_flags
     if self.cc is not None and cachekey is None:

@@ -521,13 +521,16 @@ class UPatAny(UPat):
   def match(self, uop:UOp, store:dict[str, UOp]) -> list[dict[str, UOp]]:
     return [s for p in self.alternatives for s in p.match(uop, store)]
 
+@functools.cache
+def _takes_ctx(fxn:Callable) -> bool: return "ctx" in inspect.signature(fxn).parameters   # matchers are summed often: inspect each rule once
+
 class PatternMatcher:
   def __init__(self, patterns:list[tuple[UPat, Callable]]):
     self.patterns = patterns
     # rules indexed by op: only the rules that can match a node's op are tried, so big tables stay fast
     self.pdict: dict[Ops, list[tuple[UPat, Callable, frozenset, bool]]] = {}
     for p, fxn in patterns:
-      entry = (p, fxn, frozenset(p.early_reject), "ctx" in inspect.signature(fxn).parameters)
+      entry = (p, fxn, frozenset(p.early_reject), _takes_ctx(fxn))
       for op in (p.op if p.op is not None else tuple(Ops)): self.pdict.setdefault(op, []).append(entry)
   def __reduce__(self): return PatternMatcher, (self.patterns,)
   def __add__(self, more:PatternMatcher) -> PatternMatcher: return PatternMatcher(self.patterns+more.patterns)
@@ -539,11 +542,13 @@ class PatternMatcher:
         if (ret := (fxn(ctx=ctx, **match) if has_ctx else fxn(**match))) is not None and ret is not uop: return ret
     return None
 
-def graph_rewrite_map(sink:UOp, pm:PatternMatcher|None, ctx:Any=None, bottom_up:bool=False, bpm:PatternMatcher|None=None) -> dict[UOp, UOp]:
+def graph_rewrite_map(sink:UOp, pm:PatternMatcher|None, ctx:Any=None, bottom_up:bool=False, bpm:PatternMatcher|None=None,
+                      memo:dict[UOp, UOp]|None=None) -> dict[UOp, UOp]:
   """Rewrite to a fixed point with an explicit stack. pm is applied after a node's sources are rewritten, bpm (or pm when bottom_up) before.
-  Returns the map from every visited node to its rewrite."""
+  Returns the map from every visited node to its rewrite. memo: that map from earlier calls with the same matchers and ctx, which it
+  extends (many small rewrites over shared subgraphs then visit each node once)."""
   if bottom_up: pm, bpm = None, pm
-  replace: dict[UOp, UOp] = {}
+  replace: dict[UOp, UOp] = {} if memo is None else memo
   # stage 0: (maybe) pre-rewrite and queue the sources; 1: rebuild with new sources and post-rewrite; 2: link n to the result of its rewrite
   stack: list[tuple[UOp, int, UOp]] = [(sink, 0, sink)]
   while stack:
@@ -574,8 +579,9 @@ def graph_rewrite_map(sink:UOp, pm:PatternMatcher|None, ctx:Any=None, bottom_up:
     else: replace[n] = replace[new_n]
   return replace
 
-def graph_rewrite(sink:UOp, pm:PatternMatcher|None, ctx:Any=None, bottom_up:bool=False, name:str|None=None, bpm:PatternMatcher|None=None) -> UOp:
-  return graph_rewrite_map(sink, pm, ctx, bottom_up, bpm)[sink]
+def graph_rewrite(sink:UOp, pm:PatternMatcher|None, ctx:Any=None, bottom_up:bool=False, name:str|None=None, bpm:PatternMatcher|None=None,
+                  memo:dict[UOp, UOp]|None=None) -> UOp:
+  return graph_rewrite_map(sink, pm, ctx, bottom_up, bpm, memo)[sink]
 
 def track_rewrites(name:Any=None):
   # hook for VIZ: today a transparent decorator
