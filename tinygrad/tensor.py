@@ -774,14 +774,22 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     x, out = self._float_cast()
     return x.sqrt().reciprocal().cast(out)
   def exp(self) -> Tensor:
-    """e**x: x = k*ln2 + r with k whole and k*ln2 taken off exactly (Cody-Waite), then 2**(r/ln2) * 2**k. x*(1/ln2) alone would put
-    the rounding of the product, up to 2**-24 * 128 in float32, into the exponent."""
+    """e**x: x = k*ln2 + r with k = trunc(x/ln2) whole and k*ln2 taken off exactly (Cody-Waite), then e**r (Taylor, |r| < ln2) * 2**k.
+    k is kept to the exponents of finite nonzero results, so 2**k is exact; past them r grows and its clip to ln2 (just above)
+    makes the product overflow to inf or round to 0, as it should. The clips are max/min selects: one vector instruction each."""
     x, out = self._float_cast()
-    hi, lo = Tensor._split_const("ln2", x.dtype, 12 if x.dtype == dtypes.float64 else 9)
-    k = (x * (1/math.log(2))).trunc()
-    k = k.lt(-4000).where(-4000.0, k.gt(4000).where(4000.0, k))   # an infinite x leaves r infinite instead of inf - inf
+    f64 = x.dtype == dtypes.float64
+    hi, lo = Tensor._split_const("ln2", x.dtype, 12 if f64 else 9)
+    t = x * (1/math.log(2))
+    kmin, kmax = (-1074.0, 1023.0) if f64 else (-149.0, 127.0)
+    k = t.gt(kmin).where(t, kmin)          # nan -> kmin: x's nan goes on through r
+    k = k.lt(kmax).where(k, kmax).trunc()
     r = (x - k * hi) - k * lo
-    return ((r * (1/math.log(2))).exp2() * k.exp2()).cast(out)
+    r = r.lt(-0.71).where(-0.71, r)
+    r = r.gt(0.71).where(0.71, r)
+    # Taylor terms until the first left out is below 2**-29 (float32) / 2**-60 (float64) of the smallest e**r
+    p = r._poly([1 / math.factorial(n) for n in range(17 if f64 else 10, -1, -1)])
+    return (p * k.exp2()).cast(out)
   def log(self) -> Tensor:
     x, out = self._float_cast()
     return (x.log2() * math.log(2)).cast(out)
