@@ -8,7 +8,7 @@ from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts impor
 from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
-from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop
+from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, ZERO_FORWARD
 from tinygrad.device import Device
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
@@ -747,7 +747,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     big = (2 - 2.0**-m) * 2.0**(2**(e-1) - 1)
     fin = d.isfinite()
     dd = fin.where(d, d.isnan().where(value.detach().isnan().where(d, 0.0), d.gt(0).where(d.full_like(big), -big)))
-    return value + fin.where(dx * dd, (dx * dd) * big)
+    # the carrier is exactly 0 (or nan where value is nan) going forward: marked, so the scheduler drops it instead of computing deriv
+    carrier = fin.where(dx * dd, (dx * dd) * big)
+    return value + Tensor(UOp(Ops.FUSE, carrier.dtype, (carrier.uop,), ZERO_FORWARD))
   @staticmethod
   def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
     """(hi, lo) with hi + lo = the constant to about 2x dt's precision, and hi * k exact for every whole |k| < 2**bits"""
@@ -773,33 +775,39 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def rsqrt(self) -> Tensor:
     x, out = self._float_cast()
     return x.sqrt().reciprocal().cast(out)
-  def exp(self) -> Tensor:
-    """e**x: x = k*ln2 + r with k = trunc(x/ln2) whole and k*ln2 taken off exactly (Cody-Waite), then e**r (Taylor, |r| < ln2) * 2**k.
-    k is kept to the exponents of finite nonzero results, so 2**k is exact; past them r grows and its clip to ln2 (just above)
-    makes the product overflow to inf or round to 0, as it should. The clips are max/min selects: one vector instruction each."""
-    x, out = self._float_cast()
-    f64 = x.dtype == dtypes.float64
-    hi, lo = Tensor._split_const("ln2", x.dtype, 12 if f64 else 9)
-    t = x * (1/math.log(2))
+  def _exp_reduce(self) -> tuple[Tensor, Tensor]:
+    """(k, r) with self = k*ln2 + r: k = trunc(self/ln2) whole, k*ln2 taken off exactly (Cody-Waite), so |r| < ln2. k is kept to the
+    exponents of finite nonzero results (2**k is exact); past them r grows and its clip to just above ln2 makes e**r * 2**k overflow to inf
+    or round to 0, as it should. The clips are max/min selects, one vector instruction each; a nan goes on through r."""
+    f64 = self.dtype == dtypes.float64
+    hi, lo = Tensor._split_const("ln2", self.dtype, 12 if f64 else 9)
+    t = self * (1/math.log(2))
     kmin, kmax = (-1074.0, 1023.0) if f64 else (-149.0, 127.0)
-    k = t.gt(kmin).where(t, kmin)          # nan -> kmin: x's nan goes on through r
+    k = t.gt(kmin).where(t, kmin)
     k = k.lt(kmax).where(k, kmax).trunc()
-    r = (x - k * hi) - k * lo
+    r = (self - k * hi) - k * lo
     r = r.lt(-0.71).where(-0.71, r)
-    r = r.gt(0.71).where(0.71, r)
-    # Taylor terms until the first left out is below 2**-29 (float32) / 2**-60 (float64) of the smallest e**r
-    p = r._poly([1 / math.factorial(n) for n in range(17 if f64 else 10, -1, -1)])
-    return (p * k.exp2()).cast(out)
+    return k, r.gt(0.71).where(0.71, r)
+  @staticmethod
+  def _exp_coeffs(dt:DType, low:int) -> list[float]:
+    # 1/n! from n = low on, highest first: Taylor terms until the first left out is below 2**-29 (float32) / 2**-60 (float64) of e**-0.71
+    return [1 / math.factorial(n) for n in range(17 if dt == dtypes.float64 else 10, low - 1, -1)]
+  def _exp_v(self) -> Tensor:
+    k, r = self._exp_reduce()
+    return r._poly(Tensor._exp_coeffs(self.dtype, 0)) * k.exp2()
+  def exp(self) -> Tensor:
+    """e**x: e**r by its Taylor series times 2**k (see _exp_reduce)"""
+    return self._smooth(Tensor._exp_v, lambda x, y: y)
   def log(self) -> Tensor:
     x, out = self._float_cast()
     return (x.log2() * math.log(2)).cast(out)
   def _expm1_v(self) -> Tensor:
-    # e**x - 1: the Taylor series below |x| = 1 (no cancellation), e**x - 1 above, where the subtraction costs at most a bit
-    small = self._absw().lt(1.0)
-    xs = small.where(self, 0.0)
-    n = 18 if self.dtype == dtypes.float64 else 10
-    poly = xs + xs * xs * xs._poly([1 / math.factorial(k) for k in range(n, 1, -1)])
-    return small.where(poly, small.where(0.0, self).exp() - 1)
+    # e**x - 1 = 2**k * (e**r - 1) + (2**k - 1) (see _exp_reduce): with k = 0 (|x| < ln2) it is the series of e**r - 1 alone, so small x
+    # keep their digits; elsewhere the two parts have the same sign and 2**k - 1 is exact, so nothing cancels
+    k, r = self._exp_reduce()
+    q = r + r * (r * r._poly(Tensor._exp_coeffs(self.dtype, 2)))
+    s = k.exp2()
+    return self.eq(0).where(self, s * q + (s - 1))   # -0.0 stays
   def _log1p_v(self) -> Tensor:
     # log(1+y) = log(u) * y/(u-1) with u = 1+y rounded: the ratio cancels the rounding of u (Kahan)
     u = self + 1
@@ -866,7 +874,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # tanh |x| = -expm1(-2|x|) / (2 + expm1(-2|x|)): never overflows, no cancellation near 0
     em = (self._absw() * -2)._expm1_v()
     r = -em / (em + 2)
-    return self.lt(0).where(-r, r)
+    return self.eq(0).where(self, self.lt(0).where(-r, r))   # +-0 keep their sign
   def sinh(self) -> Tensor: return self._smooth(Tensor._sinh_v, lambda x, y: x._cosh_v())
   def cosh(self) -> Tensor: return self._smooth(Tensor._cosh_v, lambda x, y: x._sinh_v())
   def tanh(self) -> Tensor: return self._smooth(Tensor._tanh_v, lambda x, y: 1 - y * y)
@@ -1419,7 +1427,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
     """exp(x) / sum(exp(x)) along axis, shifted by the max so nothing overflows: 3 kernels (max, sum, divide)."""
     m, s, out = self._softmax_parts(axis, dtype)
-    return (m.exp() / s).cast(out)
+    return (m.exp() * s.reciprocal()).cast(out)   # one reciprocal per row, like torch, not a division per element
   @_dim_alias
   def log_softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
     m, s, out = self._softmax_parts(axis, dtype)

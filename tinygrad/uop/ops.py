@@ -322,6 +322,9 @@ def _compute_device(u:UOp) -> str|tuple[str, ...]|None:
   if u.op is Ops.COPY: return u.src[1].arg
   return next((d for s in u.src if (d := s.__dict__["_device"]) is not None), None)
 
+# the arg of a FUSE whose value is 0 going forward and only carries a gradient (Tensor._with_grad): the scheduler drops it
+ZERO_FORWARD = "zero_forward"
+
 def _isinf(x) -> bool: return isinstance(x, float) and math.isinf(x)
 
 def _compute_min_max(u:UOp) -> tuple[ConstType, ConstType]:

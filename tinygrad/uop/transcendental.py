@@ -170,10 +170,34 @@ def _whole(d:UOp) -> bool:
               (x.op is Ops.CONST and (not math.isfinite(x.arg) or float(x.arg).is_integer()))): return False
   return True
 
+def _cval(u:UOp) -> float|None:
+  # the value of a constant, also a vector one with equal lanes
+  if u.op is Ops.CONST: return u.arg
+  if u.op is Ops.VCONST and len(set(u.arg)) == 1: return u.arg[0]
+  if u.op is Ops.VECTORIZE and len(set(u.src)) == 1: return _cval(u.src[0])
+  return None
+
+def _clamped_range(d:UOp) -> tuple[float, float]|None:
+  """(lo, hi) with d in [lo, hi] and never nan, for d = (trunc of) a clamp to constants whose last select maps nan to a constant:
+  (c < x).where(x, c) is max(x, c) and x < c).where(x, c) is min(x, c); either one's nan goes to c. Works on vectors, unlike vmin/vmax."""
+  if d.op is Ops.TRUNC: d = d.src[0]
+  if d.op is not Ops.WHERE or d.src[0].op is not Ops.CMPLT: return None
+  (a, b), x, y = d.src[0].src, d.src[1], d.src[2]
+  c = _cval(y)
+  if c is None or not math.isfinite(c): return None
+  if a is x and b is y: lo, hi = -math.inf, c     # min
+  elif b is x and a is y: lo, hi = c, math.inf    # max
+  else: return None
+  inner = _clamped_range(x) if x.op is Ops.WHERE else None
+  return (max(lo, inner[0]), min(hi, inner[1])) if inner is not None else (lo, hi)
+
 def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   # 2**(hi+lo) for float32/float64, lo a tiny correction; over/underflow and nan are decided on hi
   dt = hi.dtype.scalar()
   upper, lower = (1024.0, -1075.0) if _is64(dt) else (128.0, -150.0)
+  # a whole power known to be inside the range and not nan (exp's 2**k): only the exponent bits
+  if lo is None and _whole(hi) and (rng := _clamped_range(hi)) is not None and lower <= rng[0] and rng[1] <= upper:
+    return ldexp2k(_fc(hi, 1.0), hi.cast(int_type(hi.dtype)))
   x = hi.ne(hi).where(0.0, (hi < lower).where(lower, (hi < upper).where(hi, upper)))   # clamped so the exponent maths can't overflow
   if lo is None and _whole(hi): u = ldexp2k(_fc(x, 1.0), x.cast(int_type(x.dtype)))   # a whole power: only the exponent bits
   else:
