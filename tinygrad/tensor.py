@@ -735,6 +735,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def _smooth(self, value:Callable[[Tensor], Tensor], deriv:Callable[[Tensor, Tensor], Tensor]) -> Tensor:
     """value(x) built on a detached x, with d/dx = deriv(x, value(x)): a hand-written backward without a Function class"""
     x, out = self._float_cast()
+    if not _reaches_grad(x.uop): return value(x).cast(out)   # no gradient can flow: building deriv and its carrier is only Python time
     y = value(xd := x.detach()).detach()
     return x._with_grad(y, deriv(xd, y)).cast(out)
   def _with_grad(self, value:Tensor, deriv:Tensor) -> Tensor:
@@ -762,10 +763,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return hi, truncate[dt](float(v - Fraction(hi)))
   def _absw(self) -> Tensor: return self.lt(0).where(-self, self)   # |x| with gradient 1 at 0, for use inside compositions
   def _poly(self, coeffs:Sequence[float]) -> Tensor:
-    # Horner, highest degree first
-    acc = self * coeffs[0] + coeffs[1]
-    for c in coeffs[2:]: acc = acc * self + c
-    return acc
+    # Horner, highest degree first: one MULACC a term (half the graph building of a mul and an add)
+    x = self.uop
+    acc = x * coeffs[0] + coeffs[1]
+    for c in coeffs[2:]: acc = acc.alu(Ops.MULACC, x, x.const_like(c))
+    return Tensor(acc)
 
   def exp2(self) -> Tensor: return self._float_op(Ops.EXP2)
   def log2(self) -> Tensor: return self._float_op(Ops.LOG2)
@@ -792,12 +794,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def _exp_coeffs(dt:DType, low:int) -> list[float]:
     # 1/n! from n = low on, highest first: Taylor terms until the first left out is below 2**-29 (float32) / 2**-60 (float64) of e**-0.71
     return [1 / math.factorial(n) for n in range(17 if dt == dtypes.float64 else 10, low - 1, -1)]
-  def _exp_v(self) -> Tensor:
-    k, r = self._exp_reduce()
-    return r._poly(Tensor._exp_coeffs(self.dtype, 0)) * k.exp2()
   def exp(self) -> Tensor:
-    """e**x: e**r by its Taylor series times 2**k (see _exp_reduce)"""
-    return self._smooth(Tensor._exp_v, lambda x, y: y)
+    """e**x, one op: devices without it get uop/transcendental.py's xexp (the reduction of _exp_reduce, in the kernel)"""
+    x, out = self._float_cast()
+    return x._float_op(Ops.EXP).cast(out)
   def log(self) -> Tensor:
     x, out = self._float_cast()
     return (x.log2() * math.log(2)).cast(out)
@@ -870,14 +870,12 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def _cosh_v(self) -> Tensor:
     he = self._absw()._half_exp()
     return he + 0.25 / he
-  def _tanh_v(self) -> Tensor:
-    # tanh |x| = -expm1(-2|x|) / (2 + expm1(-2|x|)): never overflows, no cancellation near 0
-    em = (self._absw() * -2)._expm1_v()
-    r = -em / (em + 2)
-    return self.eq(0).where(self, self.lt(0).where(-r, r))   # +-0 keep their sign
   def sinh(self) -> Tensor: return self._smooth(Tensor._sinh_v, lambda x, y: x._cosh_v())
   def cosh(self) -> Tensor: return self._smooth(Tensor._cosh_v, lambda x, y: x._sinh_v())
-  def tanh(self) -> Tensor: return self._smooth(Tensor._tanh_v, lambda x, y: 1 - y * y)
+  def tanh(self) -> Tensor:
+    """one op: devices without it get uop/transcendental.py's xtanh"""
+    x, out = self._float_cast()
+    return x._float_op(Ops.TANH).cast(out)
   def _big_arg(self) -> Tensor: return self.gt(2.0**28 if self.dtype == dtypes.float64 else 2.0**13)   # where x*x + 1 == x*x
   def asinh(self) -> Tensor:
     """asinh a = log1p(a + a*a / (1 + sqrt(1 + a*a))) (accurate near 0); log(a) + ln2 once a*a swamps the 1 (and before it overflows)"""
