@@ -233,17 +233,18 @@ def xexp(d:UOp) -> UOp:
   return _poly(r, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(17 if f64 else 10, -1, -1)]) * _exp2_core(k)
 
 def xtanh(d:UOp) -> UOp:
-  """tanh(d): below |d| = 0.55 as e/(e+2) with e = expm1(2d) by its Taylor series (no cancellation, signed zeros stay), above as
-  1 - 2/(1 + e**2|d|) with the sign of d: the result is at least 1/2 there, so the subtraction costs under an ulp. inf -> +-1, nan -> nan."""
+  """tanh |d| with d's sign: below |d| = 0.55 as e/(e+2) with e = expm1(2|d|) by its Taylor series (all terms positive: no cancellation),
+  above as 1 - 2/(1 + e**2|d|): the result is at least 1/2 there, so the subtraction costs under an ulp. inf -> +-1, nan -> nan, -0 -> -0."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xtanh(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
   ax = _abs(d)
   small = ax < 0.55
-  y = small.where(d, 0.0) * 2.0
+  y = small.where(ax, 0.0) * 2.0
   # expm1(y) on |y| < 1.1: Taylor terms until the first left out is below 2**-30 (float32) / 2**-57 (float64) of y
   em = y + y * (y * _poly(y, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(20 if _is64(dt) else 13, 1, -1)]))
   big = 1.0 - 2.0 / (xexp(small.where(0.0, ax) * 2.0) + 1.0)
-  return d.ne(0).where(small.where(em / (em + 2.0), (d < 0).where(-big, big)), d)   # tanh(-0.0) = -0.0
+  r = small.where(em / (em + 2.0), big)
+  return d.ne(0).where((d < 0).where(-r, r), d)
 
 def xexp2(d:UOp) -> UOp:
   """2**d: overflow -> inf, underflow -> 0 (correctly rounded through the denormals), nan -> nan, -inf -> 0, inf -> inf"""
