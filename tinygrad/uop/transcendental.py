@@ -179,7 +179,7 @@ def _cval(u:UOp) -> float|None:
 
 def _clamped_range(d:UOp) -> tuple[float, float]|None:
   """(lo, hi) with d in [lo, hi] and never nan, for d = (trunc of) a clamp to constants whose last select maps nan to a constant:
-  (c < x).where(x, c) is max(x, c) and x < c).where(x, c) is min(x, c); either one's nan goes to c. Works on vectors, unlike vmin/vmax."""
+  (c < x).where(x, c) is max(x, c) and (x < c).where(x, c) is min(x, c); either one's nan goes to c. Works on vectors, unlike vmin/vmax."""
   if d.op is Ops.TRUNC: d = d.src[0]
   if d.op is not Ops.WHERE or d.src[0].op is not Ops.CMPLT: return None
   (a, b), x, y = d.src[0].src, d.src[1], d.src[2]
