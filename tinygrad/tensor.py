@@ -8,7 +8,7 @@ from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts impor
 from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
-from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, _unique_counter
+from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, _unique_counter, ZERO_FORWARD
 from tinygrad.device import Device
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
@@ -791,27 +791,23 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def _smooth(self, value:Callable[[Tensor], Tensor], deriv:Callable[[Tensor, Tensor], Tensor]) -> Tensor:
     """value(x) built on a detached x, with d/dx = deriv(x, value(x)): a hand-written backward without a Function class"""
     x, out = self._float_cast()
+    if not _reaches_grad(x.uop): return value(x).cast(out)   # no gradient can flow: building deriv and its carrier is only Python time
     y = value(xd := x.detach()).detach()
     return x._with_grad(y, deriv(xd, y)).cast(out)
   def _with_grad(self, value:Tensor, deriv:Tensor) -> Tensor:
     # (x - x.detach()) is exactly 0 going forward and passes deriv to x going backward. An infinite deriv goes through two factors of the
     # largest finite float (0 * inf would be nan forward), a nan one passes nan where the value is nan too (outside the domain, like
     # torch), else none.
-    # x - x.detach() is nan at an infinite x: there it goes in only where the value is nan anyway (a nan x carries its nan through)
-    x = (self.isinf() & value.detach().isnan().logical_not()).where(0.0, self)
-    dx, d = x - x.detach(), deriv.detach()
+    # x - x.detach() is nan at an infinite x, but only its gradient (1) is used: the carrier never runs forward
+    dx, d = self - self.detach(), deriv.detach()
     e, m = dtypes.finfo(self.dtype)
     big = (2 - 2.0**-m) * 2.0**(2**(e-1) - 1)
     fin = d.isfinite()
     dd = fin.where(d, d.isnan().where(value.detach().isnan().where(d, 0.0), d.gt(0).where(d.full_like(big), -big)))
-    # the term added is -0.0 going forward whatever dd's sign (so a -0.0 value stays -0.0): x - xd is +0.0 and -(xd - x) is -0.0, each
-    # with d/dx = 1, times a negative or a positive dd (selected, so an infinite gradient never meets a 0); where dd is 0 no gradient
-    # passes at all (torch's where: a nan stays out)
-    term = dd.lt(0).where(dx * dd, -(x.detach() - x) * dd)
-    ret = value + dd.eq(0).where(-0.0, fin.where(term, term * big))
-    # an infinite x with an infinite value (softplus(inf) = inf) is x * d going forward, so d passes there too
-    xd, vd = self.detach(), value.detach()
-    return (self.isinf() & vd.isinf() & fin & d.ne(0) & (xd * d).eq(vd)).where(self * d, ret)
+    # where dd is 0 no gradient passes at all (torch's where: a nan stays out); the carrier is dropped going forward (ZERO_FORWARD), so the
+    # value, -0.0 and infinities included, is exactly value's and the derivative is never computed there
+    carrier = dd.eq(0).where(0.0, fin.where(dx * dd, (dx * dd) * big))
+    return value + Tensor(UOp(Ops.FUSE, carrier.dtype, (carrier.uop,), ZERO_FORWARD))
   @staticmethod
   def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
     """(hi, lo) with hi + lo = the constant to about 2x dt's precision, and hi * k exact for every whole |k| < 2**bits"""
@@ -824,10 +820,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return hi, truncate[dt](float(v - Fraction(hi)))
   def _absw(self) -> Tensor: return self.lt(0).where(-self, self)   # |x| with gradient 1 at 0, for use inside compositions
   def _poly(self, coeffs:Sequence[float]) -> Tensor:
-    # Horner, highest degree first
-    acc = self * coeffs[0] + coeffs[1]
-    for c in coeffs[2:]: acc = acc * self + c
-    return acc
+    # Horner, highest degree first: one MULACC a term (half the graph building of a mul and an add)
+    x = self.uop
+    acc = x * coeffs[0] + coeffs[1]
+    for c in coeffs[2:]: acc = acc.alu(Ops.MULACC, x, x.const_like(c))
+    return Tensor(acc)
 
   def exp2(self) -> Tensor: return self._float_op(Ops.EXP2)
   def log2(self) -> Tensor: return self._float_op(Ops.LOG2)
@@ -837,25 +834,37 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def rsqrt(self) -> Tensor:
     x, out = self._float_cast()
     return x.sqrt().reciprocal().cast(out)
+  def _exp_reduce(self) -> tuple[Tensor, Tensor]:
+    """(k, r) with self = k*ln2 + r: k = trunc(self/ln2) whole, k*ln2 taken off exactly (Cody-Waite), so |r| < ln2. k is kept to the
+    exponents of finite nonzero results (2**k is exact); past them r grows and its clip to just above ln2 makes e**r * 2**k overflow to inf
+    or round to 0, as it should. The clips are max/min selects, one vector instruction each; a nan goes on through r."""
+    f64 = self.dtype == dtypes.float64
+    hi, lo = Tensor._split_const("ln2", self.dtype, 12 if f64 else 9)
+    t = self * (1/math.log(2))
+    kmin, kmax = (-1074.0, 1023.0) if f64 else (-149.0, 127.0)
+    k = t.gt(kmin).where(t, kmin)
+    k = k.lt(kmax).where(k, kmax).trunc()
+    r = (self - k * hi) - k * lo
+    r = r.lt(-0.71).where(-0.71, r)
+    return k, r.gt(0.71).where(0.71, r)
+  @staticmethod
+  def _exp_coeffs(dt:DType, low:int) -> list[float]:
+    # 1/n! from n = low on, highest first: Taylor terms until the first left out is below 2**-29 (float32) / 2**-60 (float64) of e**-0.71
+    return [1 / math.factorial(n) for n in range(17 if dt == dtypes.float64 else 10, low - 1, -1)]
   def exp(self) -> Tensor:
-    """e**x: x = k*ln2 + r with k whole and k*ln2 taken off exactly (Cody-Waite), then 2**(r/ln2) * 2**k. x*(1/ln2) alone would put
-    the rounding of the product, up to 2**-24 * 128 in float32, into the exponent."""
+    """e**x, one op: devices without it get uop/transcendental.py's xexp (the reduction of _exp_reduce, in the kernel)"""
     x, out = self._float_cast()
-    hi, lo = Tensor._split_const("ln2", x.dtype, 12 if x.dtype == dtypes.float64 else 9)
-    k = (x * (1/math.log(2))).trunc()
-    k = k.lt(-4000).where(-4000.0, k.gt(4000).where(4000.0, k))   # an infinite x leaves r infinite instead of inf - inf
-    r = (x - k * hi) - k * lo
-    return ((r * (1/math.log(2))).exp2() * k.exp2()).cast(out)
+    return x._float_op(Ops.EXP).cast(out)
   def log(self) -> Tensor:
     x, out = self._float_cast()
     return (x.log2() * math.log(2)).cast(out)
   def _expm1_v(self) -> Tensor:
-    # e**x - 1: the Taylor series below |x| = 1 (no cancellation), e**x - 1 above, where the subtraction costs at most a bit
-    small = self._absw().lt(1.0)
-    xs = small.where(self, 0.0)
-    n = 18 if self.dtype == dtypes.float64 else 10
-    poly = xs + xs * xs * xs._poly([1 / math.factorial(k) for k in range(n, 1, -1)])
-    return small.where(poly, small.where(0.0, self).exp() - 1)
+    # e**x - 1 = 2**k * (e**r - 1) + (2**k - 1) (see _exp_reduce): with k = 0 (|x| < ln2) it is the series of e**r - 1 alone, so small x
+    # keep their digits; elsewhere the two parts have the same sign and 2**k - 1 is exact, so nothing cancels
+    k, r = self._exp_reduce()
+    q = r + r * (r * r._poly(Tensor._exp_coeffs(self.dtype, 2)))
+    s = k.exp2()
+    return self.eq(0).where(self, s * q + (s - 1))   # -0.0 stays
   def _log1p_v(self) -> Tensor:
     # log(1+y) = log(u) * y/(u-1) with u = 1+y rounded: the ratio cancels the rounding of u (Kahan)
     u = self + 1
@@ -918,14 +927,12 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def _cosh_v(self) -> Tensor:
     he = self._absw()._half_exp()
     return he + 0.25 / he
-  def _tanh_v(self) -> Tensor:
-    # tanh |x| = -expm1(-2|x|) / (2 + expm1(-2|x|)): never overflows, no cancellation near 0
-    em = (self._absw() * -2)._expm1_v()
-    r = -em / (em + 2)
-    return self.lt(0).where(-r, r)
   def sinh(self) -> Tensor: return self._smooth(Tensor._sinh_v, lambda x, y: x._cosh_v())
   def cosh(self) -> Tensor: return self._smooth(Tensor._cosh_v, lambda x, y: x._sinh_v())
-  def tanh(self) -> Tensor: return self._smooth(Tensor._tanh_v, lambda x, y: 1 - y * y)
+  def tanh(self) -> Tensor:
+    """one op: devices without it get uop/transcendental.py's xtanh"""
+    x, out = self._float_cast()
+    return x._float_op(Ops.TANH).cast(out)
   def _big_arg(self) -> Tensor: return self.gt(2.0**28 if self.dtype == dtypes.float64 else 2.0**13)   # where x*x + 1 == x*x
   def asinh(self) -> Tensor:
     """asinh a = log1p(a + a*a / (1 + sqrt(1 + a*a))) (accurate near 0); log(a) + ln2 once a*a swamps the 1 (and before it overflows)"""
@@ -1488,7 +1495,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
     """exp(x) / sum(exp(x)) along axis, shifted by the max so nothing overflows: 3 kernels (max, sum, divide)."""
     m, s, out = self._softmax_parts(axis, dtype)
-    return (m.exp() / s).cast(out)
+    return (m.exp() * s.reciprocal()).cast(out)   # one reciprocal per row, like torch, not a division per element
   @_dim_alias
   def log_softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
     m, s, out = self._softmax_parts(axis, dtype)

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """First-light benchmark: this library against numpy (and torch when installed) in one run, on the default device.
-Usage: python3 extra/bench/bench_core.py [--quick] [--elementwise]  (--elementwise: only the elementwise table)"""
-import os, sys, time, statistics
+Usage: python3 extra/bench/bench_core.py [--quick] [--elementwise] [--torch-compile]
+  --elementwise: only the elementwise table; --torch-compile: add torch.compile (Inductor) for the fused rows (its first compile is slow)
+The machine's FMA peak and memory bandwidth are measured first (CPU), and every row says how close it gets to the one that bounds it."""
+import ctypes, os, sys, time, statistics
 import numpy as np
 from tinygrad import Tensor, Device, Context
 from tinygrad.helpers import GlobalCounters
 
 QUICK = "--quick" in sys.argv
+TORCH_COMPILE = "--torch-compile" in sys.argv
 REPS = 3 if QUICK else 7
 
 def best(fxn, reps=REPS) -> float:
@@ -25,34 +28,84 @@ def tg_time(make):
   run()
   return best(run)
 
-def row(name, unit, ours, ref, ref_name="numpy", higher_is_better=True):
-  ratio = ours / ref if higher_is_better else ref / ours
-  print(f"| {name:34s} | {ours:10.2f} {unit:7s} | {ref:10.2f} {unit:7s} ({ref_name}) | {ratio:5.2f}x |")
+# ***** the machine's roofs, measured with our own compiled kernels: independent FMA chains in registers, and a streaming copy *****
 
-def main():
+_PEAK_SRC = """typedef float v16 __attribute__((vector_size(64)));
+void fma_peak(float* restrict out, const int core_id) {
+  v16 a[12], b = (v16){} + 0.999999f, c = (v16){} + 1e-7f;
+  for (int j = 0; j < 12; j++) a[j] = (v16){} + (float)(j + core_id);
+  for (int i = 0; i < %d; i++) for (int j = 0; j < 12; j++) a[j] = a[j]*b + c;   /* 12 chains cover latency x 2 pipes */
+  v16 s = a[0]; for (int j = 1; j < 12; j++) s += a[j];
+  out[core_id] = s[0] + s[15];
+}
+void stream_copy(float* restrict dst, const float* restrict src, const int core_id) {
+  const long n = %d, lo = n * core_id / %d, hi = n * (core_id + 1) / %d;
+  for (long i = lo; i < hi; i += 16) *(v16*)(dst + i) = *(const v16*)(src + i);
+}"""
+
+def machine_roofs() -> tuple[float, float, int]|None:
+  """(FMA GFLOP/s, copy GB/s counting read + write, threads) on all the threads our CPU kernels use; None off the CPU device"""
+  if Device.DEFAULT != "CPU": return None
+  from tinygrad.runtime.ops_cpu import CPUProgram
+  from tinygrad.opt.heuristic import cpu_threads
+  threads, iters, n = cpu_threads(), 1 << 20, 1 << 26
+  lib = Device["CPU"].compiler.compile(_PEAK_SRC % (iters, n, threads, threads))
+  peak, copy = CPUProgram("fma_peak", lib), CPUProgram("stream_copy", lib)
+  out = (ctypes.c_float * threads)()
+  dst, src = np.zeros(n, np.float32), np.ones(n, np.float32)
+  gs = (threads, 1, 1)
+  t_fma = min(peak(out, global_size=gs, wait=True) for _ in range(3))
+  t_copy = min(copy(dst.ctypes.data, src.ctypes.data, global_size=gs, wait=True) for _ in range(5))
+  return threads * iters * 12 * 16 * 2 / t_fma / 1e9, 2 * n * 4 / t_copy / 1e9, threads
+
+def row(name, unit, ours, ref, ref_name="numpy", higher_is_better=True, torch_ref=None, roof=None):
+  ratio = ours / ref if higher_is_better else ref / ours
+  extra = (f" {ours/torch_ref:5.2f}x torch |" if torch_ref else " " * 14 + "|") + (f" {100*ours/roof:5.1f}% |" if roof else " " * 8 + "|")
+  print(f"| {name:34s} | {ours:10.2f} {unit:7s} | {ref:10.2f} {unit:7s} ({ref_name}) | {ratio:5.2f}x |" + extra)
+
+def _torch():
+  try:
+    import torch
+    torch.set_num_threads(_threads())
+    return torch
+  except ImportError: return None
+def _threads() -> int:
+  from tinygrad.opt.heuristic import cpu_threads
+  return cpu_threads()
+
+def main(roofs=None):
   rng = np.random.default_rng(0)
   print(f"device {Device.DEFAULT}")
-  print(f"| {'case':34s} | {'tinygrad':18s} | {'reference':28s} | ratio |")
-  print("|" + "-"*36 + "|" + "-"*20 + "|" + "-"*30 + "|-------|")
+  torch = _torch()
+  fma, bw = (roofs[0], roofs[1]) if roofs else (None, None)
+  print(f"| {'case':34s} | {'tinygrad':18s} | {'reference':28s} | ratio | {'vs torch':12s} | % roof |")
+  print("|" + "-"*36 + "|" + "-"*20 + "|" + "-"*30 + "|-------|" + "-"*14 + "|--------|")
   n = (1 << 22) if QUICK else (1 << 24)
   an, bn, cn = [rng.standard_normal(n, dtype=np.float32) for _ in range(3)]
   a, b, c = [Tensor(x).realize() for x in (an, bn, cn)]
   t = tg_time(lambda: a*b+c)
   tn = best(lambda: an*bn+cn)
-  row(f"a*b+c, {n>>20}M floats", "GB/s", 4*n*4/t/1e9, 4*n*4/tn/1e9)
+  tt = None
+  if torch:
+    at, bt, ct = (torch.from_numpy(v) for v in (an, bn, cn))
+    tt = best(lambda: at*bt+ct)
+  row(f"a*b+c, {n>>20}M floats", "GB/s", 4*n*4/t/1e9, 4*n*4/tn/1e9, torch_ref=4*n*4/tt/1e9 if tt else None, roof=bw)
   m = (1 << 24) if QUICK else (1 << 26)
   sn = rng.standard_normal(m, dtype=np.float32)
   s = Tensor(sn).realize()
   t = tg_time(lambda: s.sum())
   tn = best(lambda: sn.sum())
-  row(f"sum, {m>>20}M floats", "GB/s", m*4/t/1e9, m*4/tn/1e9)
+  tt = best(lambda: st.sum()) if torch and (st := torch.from_numpy(sn)) is not None else None
+  # a reduce only reads: its roof is the read half of the copy's traffic at the copy's rate
+  row(f"sum, {m>>20}M floats", "GB/s", m*4/t/1e9, m*4/tn/1e9, torch_ref=m*4/tt/1e9 if tt else None, roof=bw)
   np.testing.assert_allclose(s.sum().item(), sn.astype(np.float64).sum(), rtol=1e-3, atol=1)
   for N in ((256, 512) if QUICK else (512, 1024)):
     xn, yn = rng.standard_normal((N, N), dtype=np.float32), rng.standard_normal((N, N), dtype=np.float32)
     x, y = Tensor(xn).realize(), Tensor(yn).realize()
     t = tg_time(lambda: x @ y)
     tn = best(lambda: xn @ yn)
-    row(f"matmul {N}x{N} fp32", "GFLOP/s", 2*N**3/t/1e9, 2*N**3/tn/1e9)
+    tt = best(lambda: xt2 @ yt2) if torch and (xt2 := torch.from_numpy(xn)) is not None and (yt2 := torch.from_numpy(yn)) is not None else None
+    row(f"matmul {N}x{N} fp32", "GFLOP/s", 2*N**3/t/1e9, 2*N**3/tn/1e9, torch_ref=2*N**3/tt/1e9 if tt else None, roof=fma)
     np.testing.assert_allclose((x @ y).numpy(), xn @ yn, rtol=1e-3, atol=1e-3)
   # a fresh kernel from graph to first result: schedule, lower, render, compile (no disk cache), run
   with Context(CACHELEVEL=0):
@@ -78,31 +131,62 @@ def main():
   latn = statistics.median([best(lambda: pn + qn, reps=1) for _ in range(200)])
   print(f"| {'(a+b).realize(), 4 floats':34s} | {lat*1e3:10.3f} ms      | {latn*1e3:10.3f} ms      (numpy) |       |")
 
-def elementwise():
-  """Elementwise ops on 4096x1024 fp32 against torch eager (same threads), GB/s counting the read and the write."""
+def elementwise(roofs):
+  """Elementwise ops, softmax and layernorm on 4096x1024 fp32 against numpy and torch eager (torch on as many threads as ours), GB/s counting
+  the read and the write once (what a perfect fused kernel moves), and that as a share of the measured copy bandwidth"""
   try:
     import torch
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(roofs[2] if roofs else (os.cpu_count() or 1))
   except ImportError: torch = None
   rng = np.random.default_rng(0)
   shape = (1024, 1024) if QUICK else (4096, 1024)
   xn = rng.standard_normal(shape, dtype=np.float32)
   x, xt = Tensor(xn).realize(), (torch.from_numpy(xn) if torch else None)
   nbytes = 2 * xn.nbytes
-  cases = [("exp", Tensor.exp, "exp"), ("sigmoid", Tensor.sigmoid, "sigmoid"), ("tanh", Tensor.tanh, "tanh"), ("gelu", Tensor.gelu, "gelu"),
-           ("log(abs)", lambda v: v.abs().log(), lambda v: v.abs().log()), ("relu", Tensor.relu, "relu"), ("sin", Tensor.sin, "sin"),
-           ("gelu(x)*2+1, fused", lambda v: v.gelu()*2+1, lambda v: torch.nn.functional.gelu(v)*2+1),
-           ("softmax(-1)", lambda v: v.softmax(-1), lambda v: v.softmax(-1)), ("layernorm(-1)", lambda v: v.layernorm(), None)]
-  print(f"\nelementwise {shape[0]}x{shape[1]} fp32, GB/s (read + write), {os.cpu_count()} threads")
-  print(f"| {'op':22s} | {'ours':>7s} | {'torch':>7s} | {'ratio':>6s} |")
-  print("|" + "|".join("-"*(w+2) for w in (22, 7, 7, 6)) + "|")
-  for name, ours, ref in cases:
+  F = torch.nn.functional if torch else None
+  def np_softmax(v):
+    e = np.exp(v - v.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+  def np_layernorm(v):
+    m = v - v.mean(-1, keepdims=True)
+    return m / np.sqrt((m * m).mean(-1, keepdims=True) + 1e-5)
+  def np_gelu(v): return 0.5 * v * (1 + np.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+  # (name, ours, numpy, torch eager, fused: also torch.compile); gelu is the tanh form on every side (tinygrad's default)
+  cases = [("exp", Tensor.exp, np.exp, lambda v: torch.exp(v), False),
+           ("sigmoid", Tensor.sigmoid, lambda v: 1 / (1 + np.exp(-v)), lambda v: torch.sigmoid(v), False),
+           ("tanh", Tensor.tanh, np.tanh, lambda v: torch.tanh(v), False),
+           ("gelu (tanh)", Tensor.gelu, np_gelu, lambda v: F.gelu(v, approximate="tanh"), False),
+           ("log(abs)", lambda v: v.abs().log(), lambda v: np.log(np.abs(v)), lambda v: v.abs().log(), False),
+           ("relu", Tensor.relu, lambda v: np.maximum(v, 0), lambda v: torch.relu(v), False),
+           ("sin", Tensor.sin, np.sin, lambda v: torch.sin(v), False),
+           ("gelu(x)*2+1, fused", lambda v: v.gelu()*2+1, lambda v: np_gelu(v)*2+1, lambda v: F.gelu(v, approximate="tanh")*2+1, True),
+           ("x*y+x, fused", lambda v: v*v+v, lambda v: v*v+v, lambda v: v*v+v, True),
+           ("softmax(-1)", lambda v: v.softmax(-1), np_softmax, lambda v: v.softmax(-1), True),
+           ("layernorm(-1)", lambda v: v.layernorm(), np_layernorm, lambda v: F.layer_norm(v, v.shape[-1:]), True)]
+  bw = f", copy roof {roofs[1]:.1f} GB/s" if roofs else ""
+  tthreads = torch.get_num_threads() if torch else "-"
+  print(f"\nelementwise {shape[0]}x{shape[1]} fp32, GB/s (read + write), {roofs[2] if roofs else '?'} threads (torch {tthreads}){bw}")
+  cols = ("ours", "numpy", "torch", "vs torch", "% roof") + (("compile", "vs comp") if TORCH_COMPILE else ())
+  print(f"| {'op':20s} | " + " | ".join(f"{c:>8s}" for c in cols) + " |")
+  print("|" + "-"*22 + "|" + "|".join("-"*10 for _ in cols) + "|")
+  for name, ours, npf, tf, fused in cases:
     t = tg_time(lambda: ours(x))
-    if torch and ref is None: ref = lambda v: torch.nn.functional.layer_norm(v, v.shape[-1:])  # noqa: E731
-    tfx = (lambda v: getattr(torch, ref)(v) if name != "gelu" else torch.nn.functional.gelu(v)) if isinstance(ref, str) else ref
-    tt = best(lambda: tfx(xt)) if torch else float("nan")
-    print(f"| {name:22s} | {nbytes/t/1e9:7.1f} | {nbytes/tt/1e9:7.1f} | {tt/t:5.2f}x |")
+    tn = best(lambda: npf(xn), reps=3)
+    tt = best(lambda: tf(xt)) if torch else float("nan")
+    vals = [nbytes/t/1e9, nbytes/tn/1e9, nbytes/tt/1e9, tt/t, 100*nbytes/t/1e9/roofs[1] if roofs else float("nan")]
+    if TORCH_COMPILE:
+      tc = float("nan")
+      if torch and fused:
+        try:
+          cf = torch.compile(tf)
+          cf(xt)
+          tc = best(lambda: cf(xt))
+        except Exception as e: print(f"torch.compile failed on {name}: {type(e).__name__}: {e}")
+      vals += [nbytes/tc/1e9, tc/t]
+    print(f"| {name:20s} | " + " | ".join(f"{v:8.2f}" if i in (3, 6) else f"{v:8.1f}" for i, v in enumerate(vals)) + " |")
 
 if __name__ == "__main__":
-  if "--elementwise" not in sys.argv: main()
-  elementwise()
+  roofs = machine_roofs()
+  if roofs: print(f"machine: {roofs[2]} threads, FMA peak {roofs[0]:.0f} GFLOP/s (fp32), copy {roofs[1]:.1f} GB/s (read + write)")
+  if "--elementwise" not in sys.argv: main(roofs)
+  elementwise(roofs)

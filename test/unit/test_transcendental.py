@@ -4,11 +4,11 @@ import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, exec_alu, graph_rewrite
 from tinygrad.dtype import DType, dtypes, truncate
-from tinygrad.uop.transcendental import xexp2, xlog2, xsin, xpow, transcendental_rewrite, two_over_pi_words, cody_waite_max
+from tinygrad.uop.transcendental import xexp2, xexp, xtanh, xlog2, xsin, xpow, transcendental_rewrite, two_over_pi_words, cody_waite_max
 from tinygrad.uop.transcendental import TRANSCENDENTAL_SUPPORTED_DTYPES, rintk, pow2if, ilogb2k, ldexp2k, frexp
 
 NP: dict[DType, Any] = {dtypes.float16: np.float16, dtypes.float32: np.float32, dtypes.float64: np.float64}
-BASIC = {Ops.ADD, Ops.MUL, Ops.RECIP, Ops.WHERE, Ops.CMPLT, Ops.CMPNE, Ops.SHL, Ops.SHR, Ops.AND, Ops.OR, Ops.XOR, Ops.CAST, Ops.BITCAST,
+BASIC = {Ops.ADD, Ops.MUL, Ops.RECIP, Ops.FDIV, Ops.TRUNC, Ops.WHERE, Ops.CMPLT, Ops.CMPNE, Ops.SHL, Ops.SHR, Ops.AND, Ops.OR, Ops.XOR, Ops.CAST, Ops.BITCAST,
          Ops.CONST, Ops.DEFINE_VAR}
 
 def _cast(v, dt:DType):
@@ -124,6 +124,32 @@ class TestExp2(unittest.TestCase):
       got = np.array([ev(int(v)) for v in ks], dtype=np.float64)
       with np.errstate(over="ignore"): want = np.ldexp(np.ones(len(ks), NP[dt]), ks).astype(np.float64)
       np.testing.assert_array_equal(got, want)
+
+class TestExpTanh(unittest.TestCase):
+  # e**x and tanh x as single ops, decomposed in the kernel (Tensor.exp / Tensor.tanh)
+  def test_exp(self):
+    rng = _rng(5)
+    for dt in TRANSCENDENTAL_SUPPORTED_DTYPES:
+      hi, lo = {dtypes.float16: (11.2, -17.5), dtypes.float32: (89.0, -104.0), dtypes.float64: (710.0, -745.5)}[dt]
+      xs = np.concatenate([rng.uniform(lo, hi, 1500), rng.uniform(-1, 1, 300), logspace(rng, -30, 0, 200), np.linspace(hi-2, hi, 60),
+                           np.linspace(lo, lo+2, 60), SPECIALS])
+      err = ulp_err(run1(xexp, dt, np.asarray(xs, NP[dt])), ref_of(np.exp, np.asarray(xs, NP[dt])), dt)
+      self.assertLessEqual(err, MAX_ULP[dt], dt)
+  def test_tanh(self):
+    rng = _rng(6)
+    for dt in TRANSCENDENTAL_SUPPORTED_DTYPES:
+      xs = np.asarray(np.concatenate([rng.uniform(-12, 12, 1500), rng.uniform(-0.6, 0.6, 500), logspace(rng, -40, 0, 300), SPECIALS, [1e30, -1e30]]), NP[dt])
+      got = run1(xtanh, dt, xs)
+      self.assertLessEqual(ulp_err(got, ref_of(np.tanh, xs), dt), MAX_ULP[dt], dt)
+      self.assertTrue(np.signbit(got[xs == 0]).tolist() == np.signbit(xs[xs == 0]).tolist())   # tanh(-0.0) = -0.0
+  def test_exp_is_lean(self):
+    # the clamps are selects on floats: no nan checks, and the only int maths is 2**k's exponent bits (one float -> int cast)
+    x = UOp.variable("x", -math.inf, math.inf, dtypes.float32)
+    ops = [u.op for u in xexp(x).toposort()]
+    self.assertNotIn(Ops.CMPNE, ops)
+    self.assertEqual(sum(u.op is Ops.CAST and dtypes.is_int(u.dtype) for u in xexp(x).toposort()), 1)
+    self.assertIs(graph_rewrite(x.alu(Ops.EXP), transcendental_rewrite({Ops.EXP})).op, Ops.EXP)
+    self.assertIsNot(graph_rewrite(x.alu(Ops.TANH), transcendental_rewrite(set())).op, Ops.TANH)
 
 class TestLog2(unittest.TestCase):
   def test_log2(self):

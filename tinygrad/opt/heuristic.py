@@ -87,7 +87,12 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
     out = k.full_shape[global_axes[-1]] if global_axes else 1
     # side-by-side outputs pay off when each element costs real compute (transcendentals); a plain sum or max is memory bound
-    heavy = any(u.op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW) for u in k.ast.toposort())
+    heavy = any(u.op in (Ops.EXP2, Ops.EXP, Ops.TANH, Ops.LOG2, Ops.SIN, Ops.POW) for u in k.ast.toposort())
+    # with vector ALUs, a reduce whose inputs are all read contiguously (or broadcast) along its innermost axis (a row sum of exps) gets
+    # that axis as the SIMD lanes instead: vector loads into a vector accumulator, where side-by-side outputs would gather lane by lane
+    ra, width = k.axes_of(AxisType.REDUCE)[-1], k.opts.simd_bytes // max(r.dtype.itemsize for r in k.reduceops)
+    if k.opts.vector_alu_lanes and isinstance(rs, int) and all(st.real_strides()[ra] in (0, 1) for st in load_sts) and \
+       (amt := _largest_divisor(rs, (width, 8, 4))) is not None and _try(k, Opt(OptOps.UNROLL, len(reduce_axes)-1, amt), opts): heavy = False
     if heavy and isinstance(out, int) and prod(k.output_shape) >= 64 and (amt := _largest_divisor(out, (8, 4))) is not None:
       _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
     if isinstance(rs, int) and rs >= 32 and (amt := _largest_divisor(rs, (4, 2) if opts else (16, 8, 4))) is not None:

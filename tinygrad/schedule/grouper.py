@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import Container
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, ZERO_FORWARD
 from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS
 
 SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
@@ -29,7 +29,9 @@ def split_reduceop(ctx:set[UOp]|None, r:UOp) -> UOp|None:
 
 early_cleanup = PatternMatcher([
   (UPat(Ops.REDUCE_AXIS, name="r"), split_reduceop),
-  (UPat((Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE), name="x"), lambda x: x.src[0]),
+  # a gradient carrier (Tensor._with_grad) adds nothing going forward: the value alone is computed
+  (UPat.var("v") + UPat(Ops.FUSE, arg=ZERO_FORWARD), lambda v: v),
+  (UPat((Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE), name="x"), lambda x: x.src[0] if x.arg != ZERO_FORWARD else None),
   (UPat(Ops.CONTIGUOUS, src=(UPat.var("x"),), name="c"), _contiguous_of_buffer),
 ])
 

@@ -18,6 +18,9 @@ def _recip(x):
 def _exp2(x):
   try: return 2.0 ** x
   except OverflowError: return math.inf
+def _exp(x):
+  try: return math.exp(x)
+  except OverflowError: return math.inf
 def _log2(x): return math.nan if x < 0 or math.isnan(x) else (-math.inf if x == 0 else (math.inf if x == math.inf else math.log2(x)))
 def _sqrt(x): return math.nan if x < 0 or math.isnan(x) else math.sqrt(x)
 def _sin(x): return math.nan if math.isinf(x) or math.isnan(x) else math.sin(x)
@@ -33,7 +36,7 @@ def _pow(x, y):
 def _shl(x, y): return x << y if y >= 0 else x >> -y
 
 python_alu: dict[Ops, Callable] = {
-  Ops.LOG2: _log2, Ops.EXP2: _exp2, Ops.SQRT: _sqrt, Ops.RECIP: _recip, Ops.SIN: _sin, Ops.TRUNC: _trunc,
+  Ops.LOG2: _log2, Ops.EXP2: _exp2, Ops.EXP: _exp, Ops.TANH: math.tanh, Ops.SQRT: _sqrt, Ops.RECIP: _recip, Ops.SIN: _sin, Ops.TRUNC: _trunc,
   Ops.NEG: lambda x: (not x) if isinstance(x, bool) else -x, Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul,
   Ops.SHR: operator.rshift, Ops.SHL: _shl, Ops.MAX: max, Ops.CMPLT: operator.lt, Ops.CMPNE: operator.ne, Ops.CMPEQ: operator.eq,
   Ops.XOR: operator.xor, Ops.OR: operator.or_, Ops.AND: operator.and_, Ops.MOD: _mod, Ops.IDIV: _idiv, Ops.FDIV: _fdiv, Ops.POW: _pow,
@@ -321,6 +324,9 @@ def _compute_device(u:UOp) -> str|tuple[str, ...]|None:
   if u.op is Ops.DEVICE: return u.arg
   if u.op is Ops.COPY: return u.src[1].arg
   return next((d for s in u.src if (d := s.__dict__["_device"]) is not None), None)
+
+# the arg of a FUSE whose value is 0 going forward and only carries a gradient (Tensor._with_grad): the scheduler drops it
+ZERO_FORWARD = "zero_forward"
 
 def _isinf(x) -> bool: return isinstance(x, float) and math.isinf(x)
 

@@ -170,10 +170,34 @@ def _whole(d:UOp) -> bool:
               (x.op is Ops.CONST and (not math.isfinite(x.arg) or float(x.arg).is_integer()))): return False
   return True
 
+def _cval(u:UOp) -> float|None:
+  # the value of a constant, also a vector one with equal lanes
+  if u.op is Ops.CONST: return u.arg
+  if u.op is Ops.VCONST and len(set(u.arg)) == 1: return u.arg[0]
+  if u.op is Ops.VECTORIZE and len(set(u.src)) == 1: return _cval(u.src[0])
+  return None
+
+def _clamped_range(d:UOp) -> tuple[float, float]|None:
+  """(lo, hi) with d in [lo, hi] and never nan, for d = (trunc of) a clamp to constants whose last select maps nan to a constant:
+  (c < x).where(x, c) is max(x, c) and (x < c).where(x, c) is min(x, c); either one's nan goes to c. Works on vectors, unlike vmin/vmax."""
+  if d.op is Ops.TRUNC: d = d.src[0]
+  if d.op is not Ops.WHERE or d.src[0].op is not Ops.CMPLT: return None
+  (a, b), x, y = d.src[0].src, d.src[1], d.src[2]
+  c = _cval(y)
+  if c is None or not math.isfinite(c): return None
+  if a is x and b is y: lo, hi = -math.inf, c     # min
+  elif b is x and a is y: lo, hi = c, math.inf    # max
+  else: return None
+  inner = _clamped_range(x) if x.op is Ops.WHERE else None
+  return (max(lo, inner[0]), min(hi, inner[1])) if inner is not None else (lo, hi)
+
 def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   # 2**(hi+lo) for float32/float64, lo a tiny correction; over/underflow and nan are decided on hi
   dt = hi.dtype.scalar()
   upper, lower = (1024.0, -1075.0) if _is64(dt) else (128.0, -150.0)
+  # a whole power known to be inside the range and not nan (exp's 2**k): only the exponent bits
+  if lo is None and _whole(hi) and (rng := _clamped_range(hi)) is not None and lower <= rng[0] and rng[1] <= upper:
+    return ldexp2k(_fc(hi, 1.0), hi.cast(int_type(hi.dtype)))
   x = hi.ne(hi).where(0.0, (hi < lower).where(lower, (hi < upper).where(hi, upper)))   # clamped so the exponent maths can't overflow
   if lo is None and _whole(hi): u = ldexp2k(_fc(x, 1.0), x.cast(int_type(x.dtype)))   # a whole power: only the exponent bits
   else:
@@ -185,6 +209,42 @@ def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   u = (hi < upper).where(u, math.inf)
   u = (hi < lower).where(0.0, u)
   return hi.ne(hi).where(math.nan, u)
+
+def xexp(d:UOp) -> UOp:
+  """e**d: d = k*ln2 + r, k = trunc(d/ln2) clamped to the exponents of finite nonzero results (so 2**k is exact: only exponent bits),
+  k*ln2 taken off exactly (Cody-Waite: ln2's high part has enough trailing zeros that k times it is exact), then e**r by its Taylor series
+  (|r| < ln2) times 2**k. Past the range r grows; its clip to just above ln2 makes the product overflow to inf or round to 0, as it
+  should. A nan goes on through r. Every clamp is a max/min select (one vector instruction); no int maths but the 2**k bits."""
+  if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xexp(d.cast(_f32(d))).cast(d.dtype)
+  dt = d.dtype.scalar()
+  f64 = _is64(dt)
+  ln2 = _frac(_ln2_fixed())
+  keep = mantissa_bits(dt) + 1 - (12 if f64 else 9)   # ln2's high part: |k| < 2**12 (2**9) times it is exact
+  hi = math.ldexp(round(math.ldexp(float(ln2), keep)), -keep)
+  lo = _rnd(ln2 - Fraction(hi), dt)
+  kmin, kmax = (-1074.0, 1023.0) if f64 else (-149.0, 127.0)
+  t = d * _rnd(1 / ln2, dt)
+  k = (_fc(t, kmin) < t).where(t, kmin)
+  k = (k < kmax).where(k, kmax).alu(Ops.TRUNC)
+  r = (d - k * hi) - k * lo
+  r = (r < -0.71).where(-0.71, r)
+  r = (_fc(r, 0.71) < r).where(0.71, r)
+  # Taylor terms until the first left out is below 2**-29 (float32) / 2**-60 (float64) of e**-0.71
+  return _poly(r, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(17 if f64 else 10, -1, -1)]) * _exp2_core(k)
+
+def xtanh(d:UOp) -> UOp:
+  """tanh |d| with d's sign: below |d| = 0.55 as e/(e+2) with e = expm1(2|d|) by its Taylor series (all terms positive: no cancellation),
+  above as 1 - 2/(1 + e**2|d|): the result is at least 1/2 there, so the subtraction costs under an ulp. inf -> +-1, nan -> nan, -0 -> -0."""
+  if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xtanh(d.cast(_f32(d))).cast(d.dtype)
+  dt = d.dtype.scalar()
+  ax = _abs(d)
+  small = ax < 0.55
+  y = small.where(ax, 0.0) * 2.0
+  # expm1(y) on |y| < 1.1: Taylor terms until the first left out is below 2**-30 (float32) / 2**-57 (float64) of y
+  em = y + y * (y * _poly(y, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(20 if _is64(dt) else 13, 1, -1)]))
+  big = 1.0 - 2.0 / (xexp(small.where(0.0, ax) * 2.0) + 1.0)
+  r = small.where(em / (em + 2.0), big)
+  return d.ne(0).where((d < 0).where(-r, r), d)
 
 def xexp2(d:UOp) -> UOp:
   """2**d: overflow -> inf, underflow -> 0 (correctly rounded through the denormals), nan -> nan, -inf -> 0, inf -> inf"""
@@ -398,8 +458,8 @@ def xpow(base:UOp, exponent:UOp) -> UOp:
 # ***** rewrite rules *****
 
 def transcendental_rewrite(ops:Collection[Ops], force:bool=False) -> PatternMatcher:
-  """rules that replace EXP2/LOG2/SIN/POW on floats with the functions above, for the ops a renderer lacks (or all of them with force)"""
-  fxns: list[tuple[Ops, Callable]] = [(Ops.EXP2, xexp2), (Ops.LOG2, xlog2), (Ops.SIN, xsin)]
+  """rules that replace EXP2/EXP/TANH/LOG2/SIN/POW on floats with the functions above, for the ops a renderer lacks (or all of them with force)"""
+  fxns: list[tuple[Ops, Callable]] = [(Ops.EXP2, xexp2), (Ops.EXP, xexp), (Ops.TANH, xtanh), (Ops.LOG2, xlog2), (Ops.SIN, xsin)]
   pats: list[tuple[UPat, Callable]] = [(UPat(op, dtypes.floats, (UPat.var("d"),)), f) for op, f in fxns if force or op not in ops]
   if force or Ops.POW not in ops: pats.append((UPat(Ops.POW, dtypes.floats, (UPat.var("b"), UPat.var("e"))), lambda b, e: xpow(b, e)))
   return PatternMatcher(pats)
