@@ -2124,8 +2124,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     x = x._pool(tuple(_as_int(k, name) for k in k_), s_, d_)
     x = x.reshape((bs, groups, cin_g, 1) + oyx + tuple(k_)).expand((bs, groups, cin_g, rcout) + oyx + tuple(k_))
     x = x.permute([0, 1, 3] + list(range(4, 4+n)) + [2] + list(range(4+n, 4+2*n)))
-    if packed:
+    if packed and (w.uop.st is None or w.uop.st.real_strides()[0] != 1):
       # on a CPU the output channels become the SIMD lanes: a (small) copy of the weight with them innermost makes those loads contiguous
+      # (a weight already laid out so, like a model's constant weight packed once with Tensor.pack_conv_weight, is read as it is)
       w = w.permute(tuple(range(1, w.ndim)) + (0,)).contiguous().permute((w.ndim-1,) + tuple(range(w.ndim-1)))
     wr = w.reshape((1, groups, rcout) + (1,)*n + (cin_g,) + tuple(k_))
     ret = x.cast(out_dt).mul(wr.cast(out_dt)).sum(tuple(range(-1-n, 0)), dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape((bs, cout) + oyx)
@@ -2134,6 +2135,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       # backward as two more convolutions (_conv_grad), not through the window view (its gradient is a huge col2im reduce)
       ret = Tensor(UOp(Ops.CONTIGUOUS_BACKWARD, out_dt, (ret.uop, self.uop, weight.uop), ("conv", groups, s_, d_, tuple(pads))), device=ret.device)
     return ret if bias is None else ret + bias.reshape((1, -1) + (1,)*n)
+  def pack_conv_weight(self) -> Tensor:
+    """This conv weight (cout, cin/groups, *k), realized with the output channels innermost where convolutions want them so (host-thread
+    devices), else itself: an inference model's constant weights packed once are not copied by every call."""
+    if not _host_simd(self) or self.ndim < 3: return self
+    return self.permute(tuple(range(1, self.ndim)) + (0,)).contiguous().realize().permute((self.ndim-1,) + tuple(range(self.ndim-1)))
   @staticmethod
   def _conv_grad(g:Tensor, x:Tensor, w:Tensor, groups:int, s_:tuple[int, ...], d_:tuple[int, ...], pads:tuple[tuple[int, int], ...]) \
       -> tuple[Tensor, Tensor]:

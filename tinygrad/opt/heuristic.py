@@ -39,7 +39,7 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     row_axis = next((j for j in reversed(rest) if any(rs[global_axes[j]] == 1 for rs in real_strides)), rest[-1] if rest else None)
     tiles = 0
     # with vector code a row's accumulator is one register, so a taller tile (more reuse of each loaded vector) still fits in the 32
-    rows = (15, 12, 10, 8, 6, 5, 4, 3, 2) if k.opts.vector_alu_lanes else (8, 6, 5, 4, 3, 2)
+    rows = (15, 14, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2) if k.opts.vector_alu_lanes else (8, 7, 6, 5, 4, 3, 2)
     for j, choices in ((vec_axis, (width, width//2, 8, 4)), (row_axis, rows)):
       if j is None: continue
       s = k.full_shape[k.axes_of(AxisType.GLOBAL)[j]]
