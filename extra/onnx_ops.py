@@ -2,7 +2,7 @@
 A parameter named `opset` receives the model's opset for the op's domain (for version-specific semantics), `n_outputs` the node's output
 count and `runner`/`env` the runner and the current scope (control flow). A tuple return is several outputs; a list is one sequence."""
 from __future__ import annotations
-import functools, itertools, math
+import functools, itertools, math, weakref
 from typing import Any, Callable
 from tinygrad import Tensor, dtypes
 from tinygrad.dtype import DType
@@ -485,8 +485,14 @@ def _conv_args(x, kernel_shape, strides, dilations, pads, auto_pad):
 def Conv(x, W, B=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
   k = kernel_shape or list(W.shape[2:])
   s, d, p = _conv_args(x, k, strides, dilations, pads, auto_pad)
-  xp = x.pad(((0, 0), (0, 0)) + tuple(p))
-  return xp.conv2d(W, B, groups=group, stride=tuple(s), dilation=tuple(d))
+  if W.uop.is_realized and not W.requires_grad:   # a constant weight (an initializer): packed for the device once, then reused
+    if (packed := _packed_weights.get(id(W))) is None or packed[0]() is not W:
+      _packed_weights[id(W)] = packed = (weakref.ref(W), W.pack_conv_weight())
+      weakref.finalize(W, _packed_weights.pop, id(W), None)   # the copy lives as long as the weight
+    W = packed[1]
+  # the padding goes to conv2d (as torch's flat pairs, last dim first), which can lay out the padded input for the device
+  return x.conv2d(W, B, groups=group, stride=tuple(s), dilation=tuple(d), padding=[v for pair in reversed(p) for v in pair])
+_packed_weights: dict[int, tuple[weakref.ref, Tensor]] = {}
 
 def ConvInteger(x, w, x_zero_point=None, w_zero_point=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
                 strides=None):

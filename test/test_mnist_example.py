@@ -14,3 +14,25 @@ def test_beautiful_mnist_smoke():
   assert m is not None, out.stdout
   loss, acc = float(m.group(1)), float(m.group(2))
   assert loss < 2.0 and acc > 25.0, out.stdout   # chance is 10% and a loss of 2.3
+
+def test_train_step_kernel_count():
+  # one eager training step of the example's CNN (forward, backward, Adam) is a fixed number of kernels: a regression adds some. Before the
+  # conv backward became convolutions it was 98 kernels, the biggest an im2col-sized buffer reduced back (col2im); now each conv's
+  # gradients are a transposed conv and a chunked weight reduce, plus channels-last copies on CPUs
+  sys.path.insert(0, str(REPO / "examples"))
+  from beautiful_mnist import Model
+  from tinygrad import Tensor, nn, dtypes, GlobalCounters
+  Tensor.manual_seed(0)
+  model = Model()
+  opt = nn.optim.Adam(nn.state.get_parameters(model))
+  x, y = Tensor.randint(8, 1, 28, 28, low=0, high=256).cast(dtypes.uint8).realize(), Tensor.randint(8, low=0, high=10).realize()
+  def step():
+    with Tensor.train():
+      opt.zero_grad()
+      loss = model(x).sparse_categorical_crossentropy(y).backward()
+      opt.step()
+      return loss.realize()
+  step()
+  GlobalCounters.reset()
+  step()
+  assert GlobalCounters.kernel_count <= 110, GlobalCounters.kernel_count

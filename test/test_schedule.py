@@ -183,3 +183,12 @@ def test_plan_cache_off_matches(device):
   x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4), device=device).realize()
   with Context(SCHEDULE_CACHE=0): off = (x.exp() / x.exp().sum(1, keepdim=True)).numpy()
   np.testing.assert_allclose((x.exp() / x.exp().sum(1, keepdim=True)).numpy(), off, rtol=1e-6)
+
+def test_conv_with_packed_weight_copies_nothing():
+  # a weight packed once (output channels innermost) is read as it is: the conv is one kernel; unpacked, a CPU conv copies it first
+  x, w = Tensor.randn(2, 16, 12, 12).realize(), Tensor.randn(32, 16, 3, 3).realize()
+  with Context(PACKED_CONV_MIN=0):
+    packed = w.pack_conv_weight()
+    assert len(x.conv2d(packed).schedule()) == 1
+    assert len(x.conv2d(w).schedule()) == (2 if packed is not w else 1)
+    np.testing.assert_allclose(x.conv2d(packed).numpy(), x.conv2d(w).numpy(), atol=1e-4, rtol=1e-4)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import GlobalCounters
+from tinygrad.helpers import GlobalCounters, Context
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
@@ -78,6 +78,39 @@ def test_conv2d_kernel_count():
   GlobalCounters.reset()
   x.conv2d(w, b, padding=2, stride=2, dilation=2).realize()
   assert GlobalCounters.kernel_count <= 3
+
+def test_conv2d_backward_kernels():
+  # the gradients are convolutions themselves: the input's one kernel (no im2col-sized buffer, no col2im reduce), the weight's a sum of
+  # per-chunk partial sums (plus, on a CPU, copies of x and g with the channels innermost)
+  x, w, g = Tensor(rnd(8, 4, 9, 9), requires_grad=True).realize(), Tensor(rnd(16, 4, 3, 3, seed=1)).realize(), Tensor(rnd(8, 16, 9, 9, seed=2)).realize()
+  dx, dw = x.conv2d(w, padding=1).gradient(x, w, gradient=g)
+  sched = dx.schedule()
+  assert len(sched) <= 3   # the transposed conv, and on a CPU copies of the padded g and the weight
+  assert max(si.bufs[0].size for si in sched) <= 8 * 16 * 11 * 11   # the padded g at most: nothing the size of the windows (x 9 times)
+  assert len(dw.schedule()) <= 4
+  dx, dw = x.conv2d(w, padding=1).gradient(x, w, gradient=g)
+  tx, tw = torch.tensor(x.numpy(), requires_grad=True), torch.tensor(w.numpy(), requires_grad=True)
+  F.conv2d(tx, tw, padding=1).backward(torch.tensor(g.numpy()))
+  np.testing.assert_allclose(dx.numpy(), tx.grad.numpy(), atol=1e-4, rtol=1e-4)
+  np.testing.assert_allclose(dw.numpy(), tw.grad.numpy(), atol=1e-3, rtol=1e-4)
+
+@pytest.mark.parametrize("chunk", [1, 3000, 1 << 30])
+def test_conv2d_weight_grad_chunks(chunk):
+  # the weight gradient sums the batch in chunks of about CONV_GRAD_CHUNK bytes: 1 image, 2 of 6, or all of them
+  with Context(CONV_GRAD_CHUNK=chunk):
+    compare(lambda x, w: x.conv2d(w, stride=2, dilation=(1, 2), padding=(1, 2), groups=2),
+            lambda x, w: F.conv2d(x, w, stride=2, dilation=(1, 2), padding=(1, 2), groups=2), [rnd(6, 4, 7, 8), rnd(6, 2, 3, 2, seed=1)])
+
+def test_conv2d_second_order():
+  # the custom backward is made of convs, so it has gradients too: d/dw of |dL/dx|^2 like torch
+  x, w, g = rnd(2, 3, 6, 6), rnd(4, 3, 3, 3, seed=1), rnd(2, 4, 4, 4, seed=2)
+  tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+  dx, = tx.conv2d(tw).gradient(tx, gradient=Tensor(g))
+  got, = dx.square().sum().gradient(tw)
+  px, pw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+  pdx, = torch.autograd.grad(F.conv2d(px, pw), px, torch.tensor(g), create_graph=True)
+  want, = torch.autograd.grad(pdx.square().sum(), pw)
+  np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-3, rtol=1e-4)
 
 def test_conv2d_errors():
   x = Tensor(rnd(1, 3, 5, 5))

@@ -14,7 +14,7 @@ How Tensor uses it (the lead wires this into tensor.py):
 """
 from __future__ import annotations
 import math
-from typing import cast
+from typing import Callable, cast
 from tinygrad.dtype import dtypes, sum_acc_dtype
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, resolve
@@ -64,6 +64,13 @@ def _copy_grad(ctx:UOp, x:UOp) -> Grads:
   if not isinstance(dev := x.device, str): raise NotImplementedError(f"gradient of a copy from several devices {dev}")
   return (ctx.copy_to_device(dev), None)
 
+# custom backward rules, by name: CONTIGUOUS_BACKWARD(value, *inputs) with arg (name, *params) gives the inputs the gradients
+# custom_grads[name](realized ctx, node) returns, instead of differentiating value's own graph (tensor.py registers "conv")
+custom_grads: dict[str, Callable[[UOp, UOp], tuple[UOp, ...]]] = {}
+def _contiguous_backward_grad(ctx:UOp, ret:UOp) -> Grads:
+  if ret.arg is None: return (ctx.contiguous(),)
+  return (None,) + custom_grads[ret.arg[0]](ctx.contiguous(), ret)
+
 def _argsort(x:tuple[int, ...]) -> tuple[int, ...]: return tuple(sorted(range(len(x)), key=x.__getitem__))
 
 # every rule: (ctx=gradient of ret, ret=the node, names from the pattern) -> one gradient (or None for none) per source of ret
@@ -103,7 +110,7 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.FLIP, name="ret"), lambda ctx, ret: (ctx.flip(ret.arg),)),
   # ** buffers and markers **
   (UPat((Ops.CONTIGUOUS, Ops.FUSE)), lambda ctx: (ctx,)),
-  (UPat(Ops.CONTIGUOUS_BACKWARD), lambda ctx: (ctx.contiguous(),)),
+  (UPat(Ops.CONTIGUOUS_BACKWARD, name="ret"), _contiguous_backward_grad),
   (UPat(Ops.COPY, src=(UPat.var("x"), UPat(Ops.DEVICE))), _copy_grad),
   # the target's old value is overwritten: only the written value gets the gradient
   (UPat(Ops.ASSIGN), lambda ctx: (None, ctx)),

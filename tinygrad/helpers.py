@@ -153,6 +153,8 @@ LRU, SCHEDULE_CACHE = ContextVar("LRU", 1), ContextVar("SCHEDULE_CACHE", 1)
 PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 30)
 # CPU convolutions with at least this many multiply-adds get a weight copy with the output channels innermost (Tensor._conv)
 PACKED_CONV_MIN = ContextVar("PACKED_CONV_MIN", 1 << 24)
+# a conv's weight gradient sums the batch in chunks of about this many bytes of input and output gradient (Tensor._conv_grad)
+CONV_GRAD_CHUNK = ContextVar("CONV_GRAD_CHUNK", 1 << 19)
 # kernels with at least this many loop iterations split their outermost global axis over CPU_THREADS host threads
 THREAD_MIN_WORK = ContextVar("THREAD_MIN_WORK", 1 << 17)
 # every flag the optimizer and codegen read: a program made under other values is another program, so these are part of the runner

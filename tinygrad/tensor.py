@@ -5,11 +5,12 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
 from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_np_dtype, _from_np_dtype
 from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts import it from here
-from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN
+from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN, CONV_GRAD_CHUNK
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, _unique_counter, ZERO_FORWARD
 from tinygrad.device import Device
+from tinygrad.gradient import custom_grads
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
 
@@ -2203,16 +2204,54 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     for sz, k, d, ax in zip(x.shape[2:], k_, d_, range(n)):
       if d*(k-1) + 1 > sz:
         raise ValueError(f"{name}: kernel {tuple(k_)} (dilation {d_}) is bigger than the padded input {tuple(x.shape[2:])} in spatial dim {ax}")
+    rcout, oyx = cout // groups, tuple((sz - d*(k-1) - 1) // s + 1 for sz, k, s, d in zip(x.shape[2:], k_, s_, d_))
+    packed = _host_simd(w) and rcout % 16 == 0 and bs * cout * prod(oyx) * cin_g * prod(k_) >= PACKED_CONV_MIN.value
+    # on a CPU a padded input is copied once, so the inner loop's loads need no bounds checks
+    if packed and any(b or e for b, e in pads): x = x.contiguous()
     x = x._pool(tuple(_as_int(k, name) for k in k_), s_, d_)
-    rcout, oyx = cout // groups, x.shape[2:2+n]
     x = x.reshape((bs, groups, cin_g, 1) + oyx + tuple(k_)).expand((bs, groups, cin_g, rcout) + oyx + tuple(k_))
     x = x.permute([0, 1, 3] + list(range(4, 4+n)) + [2] + list(range(4+n, 4+2*n)))
-    if _host_simd(w) and rcout % 16 == 0 and bs * cout * prod(oyx) * cin_g * prod(k_) >= PACKED_CONV_MIN.value:
+    if packed and (w.uop.st is None or w.uop.st.real_strides()[0] != 1):
       # on a CPU the output channels become the SIMD lanes: a (small) copy of the weight with them innermost makes those loads contiguous
+      # (a weight already laid out so, like a model's constant weight packed once with Tensor.pack_conv_weight, is read as it is)
       w = w.permute(tuple(range(1, w.ndim)) + (0,)).contiguous().permute((w.ndim-1,) + tuple(range(w.ndim-1)))
     wr = w.reshape((1, groups, rcout) + (1,)*n + (cin_g,) + tuple(k_))
     ret = x.cast(out_dt).mul(wr.cast(out_dt)).sum(tuple(range(-1-n, 0)), dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape((bs, cout) + oyx)
+    if self.dtype == weight.dtype == out_dt and dtypes.is_float(out_dt) and all(b >= 0 and e >= 0 for b, e in pads) and \
+        all_int(self.shape + weight.shape):
+      # backward as two more convolutions (_conv_grad), not through the window view (its gradient is a huge col2im reduce)
+      ret = Tensor(UOp(Ops.CONTIGUOUS_BACKWARD, out_dt, (ret.uop, self.uop, weight.uop), ("conv", groups, s_, d_, tuple(pads))), device=ret.device)
     return ret if bias is None else ret + bias.reshape((1, -1) + (1,)*n)
+  def pack_conv_weight(self) -> Tensor:
+    """This conv weight (cout, cin/groups, *k), realized with the output channels innermost where convolutions want them so (host-thread
+    devices), else itself: an inference model's constant weights packed once are not copied by every call."""
+    if not _host_simd(self) or self.ndim < 3: return self
+    return self.permute(tuple(range(1, self.ndim)) + (0,)).contiguous().realize().permute((self.ndim-1,) + tuple(range(self.ndim-1)))
+  @staticmethod
+  def _conv_grad(g:Tensor, x:Tensor, w:Tensor, groups:int, s_:tuple[int, ...], d_:tuple[int, ...], pads:tuple[tuple[int, int], ...]) \
+      -> tuple[Tensor, Tensor]:
+    # the gradients of x._conv(w) given g, the gradient of its output (bs, cout, *o), realized
+    n, (bs, cin), (cout, cin_g), k_ = w.ndim - 2, cast(tuple[int, int], x.shape[:2]), w.shape[:2], cast(tuple[int, ...], w.shape[2:])
+    rcout, o_ = cout // groups, g.shape[2:]
+    # input: the transposed conv of g with w covers the padded input up to the last window's end; past it and in the padding nothing
+    dx = g.conv_transpose2d(w, groups=groups, stride=s_, dilation=d_)
+    dx = dx.pad(((0, 0), (0, 0)) + tuple((0, i + b + e - sz) for i, (b, e), sz in zip(x.shape[2:], pads, dx.shape[2:])))
+    dx = dx.shrink(((0, bs), (0, cin)) + tuple((b, b + i) for i, (b, _) in zip(x.shape[2:], pads)))
+    # weight: the windows of x times g, summed over the batch and the output positions
+    x = x.pad(((0, 0), (0, 0)) + pads)
+    if _host_simd(x, g):
+      # on a CPU, copies of x and g with the channels innermost: the output tile's channels (SIMD lanes and rows) load contiguously
+      last = (0,) + tuple(range(2, n+2)) + (1,)
+      inv = tuple(sorted(range(n+2), key=last.__getitem__))
+      x, g = [t.permute(last).contiguous().permute(inv) for t in (x, g)]
+    # the batch in chunks whose x and g stay in a core's cache while every output tile reads them: partial sums, then their sum
+    per_image = (x.numel() + g.numel()) // max(bs, 1) * x.dtype.itemsize
+    chunk = next((c for c in range(max(1, min(bs, CONV_GRAD_CHUNK.value // max(per_image, 1))), 0, -1) if bs % c == 0), 1) if bs else 1
+    xw = x._pool(k_, s_, d_).reshape((bs // chunk, chunk, groups, 1, cin_g) + tuple(o_) + tuple(k_))
+    gw = g.reshape((bs // chunk, chunk, groups, rcout, 1) + tuple(o_) + (1,)*n)
+    acc = sum_acc_dtype(g.dtype)
+    dw = (xw * gw).sum((1,) + tuple(range(5, 5+n)), dtype=acc).sum(0).cast(g.dtype).reshape(w.shape)
+    return dx, dw
   def _conv_prep(self, name:str, weight:Tensor) -> tuple[Tensor, bool]:
     # (input with a batch dim, whether one was added): like torch, an input without the batch dim is one sample
     if not isinstance(weight, Tensor) or weight.ndim < 3:
@@ -2791,3 +2830,9 @@ def _as_int(x:sint, what:str) -> int:
   return x
 
 def _f32(x:float) -> float: return struct.unpack("=f", struct.pack("=f", x))[0]  # round to float32, to follow torch's float maths
+
+def _conv_grad_uops(ctx:UOp, ret:UOp) -> tuple[UOp, ...]:
+  _, groups, s_, d_, pads = ret.arg
+  dx, dw = Tensor._conv_grad(Tensor(ctx), Tensor(ret.src[1]), Tensor(ret.src[2]), groups, s_, d_, pads)
+  return dx.uop, dw.uop
+custom_grads["conv"] = _conv_grad_uops

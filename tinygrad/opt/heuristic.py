@@ -52,7 +52,7 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     ncols, nrows = (k.full_shape[global_axes[j]] if j is not None else 1 for j in (vec_axis, row_axis))
     tile = _register_tile(m, width, k.opts.vector_alu_lanes, nrows, ncols) if m is not None and k.opts.vector_alu_lanes else None
     # without a machine model: a register's width of lanes and, with vector code (a row's accumulator is one register), a tall tile
-    rows = (15, 12, 10, 8, 6, 5, 4, 3, 2) if k.opts.vector_alu_lanes else (8, 6, 5, 4, 3, 2)
+    rows = (15, 14, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2) if k.opts.vector_alu_lanes else (8, 7, 6, 5, 4, 3, 2)
     for j, choices in ((vec_axis, (tile[1],) if tile else (width, width//2, 8, 4)), (row_axis, (tile[0],) if tile else rows)):
       if j is None: continue
       s = k.full_shape[k.axes_of(AxisType.GLOBAL)[j]]

@@ -87,6 +87,8 @@ tensor_uop_spec = PatternMatcher([
   (UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST), name="x"), lambda x: None if _shape_ok(x) else False),   # then the shared dtype rules
   (UPat(Ops.REDUCE_AXIS, src=(UPat(),), name="x"), lambda x: _reduce_axis_ok(x) and all(a < len(x.src[0].shape) for a in x.arg[1])),
   (UPat((Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.FUSE), src=(UPat(),), name="x"), _same),
+  # a custom backward rule (gradient.custom_grads): the value, then the inputs it gets gradients for
+  (UPat(Ops.CONTIGUOUS_BACKWARD, name="x"), lambda x: _same(x) and isinstance(x.arg, tuple) and isinstance(x.arg[0], str)),
   (UPat(Ops.COPY, src=(UPat(), UPat(Ops.DEVICE)), name="x"), _same),
   (UPat(Ops.ASSIGN, src=(UPat(), UPat()), name="x"), lambda x: x.dtype == x.src[0].dtype == x.src[1].dtype),
   (UPat(Ops.MULTI, name="x"), lambda x: len(x.src) > 0 and all(s.dtype == x.dtype for s in x.src)),
