@@ -38,7 +38,7 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
       # a kernel of a dtype the target doesn't compute (fp8 on PTX) is not for it: counted as skipped, not as a failure
       if (bad := sorted({str(d) for u in ast.toposort() if (d := u.dtype.base.scalar()) != dtypes.void and not renderer.supports_dtype(d)})):
         rec["name"], rec["skipped"] = ast.arg.name if getattr(ast.arg, "name", None) else "kernel", f"{target.name} has no {', '.join(bad)}"
-        with open(log, "a") as f: f.write(json.dumps(rec) + "\n")
+        _write(log, rec)
         continue
       # the target's own heuristics pick the opts (its locals, tensor cores, upcasts); BEAM would need the hardware to time on
       # archs of one renderer class with the same tensor cores render the same source (PTXCompiler sets .target): it is rendered once
@@ -49,7 +49,13 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
     except Exception as e:
       rec |= {"error": reason_of(e), "detail": str(e)[:4000]}
       if getenv("CROSS_COMPILE_RAISE"): raise
+    _write(log, rec)
+
+def _write(log:str, rec:dict) -> None:
+  # a log that can't be written loses the record, never the test run
+  try:
     with open(log, "a") as f: f.write(json.dumps(rec) + "\n")
+  except OSError as e: print(f"CROSS_COMPILE: can't write {log}: {e}")
 
 def summarize(log:str) -> tuple[str, int]:
   """The summary text and the number of distinct kernels that failed, over every process that wrote to log."""
@@ -91,7 +97,7 @@ def main(argv:list[str]) -> int:
   if not argv: raise SystemExit("usage: python -m tinygrad.device --compile TARGET[:ARCH][,...] [pytest args]  (CROSS_SUBSET=n: a subset)")
   parse_targets(argv[0])   # an unknown target is refused before the tests start
   args = argv[1:] or ["-n", str(min(4, os.cpu_count() or 1)), *op_suite(getenv("CROSS_SUBSET", 0))]
-  with tempfile.TemporaryDirectory() as tmp:
+  with tempfile.TemporaryDirectory(prefix="tinygrad_cross_") as tmp:
     log = os.path.join(tmp, "cross.jsonl")
     rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                         env={**os.environ, "CROSS_COMPILE": argv[0], "CROSS_COMPILE_LOG": log}, stdout=subprocess.DEVNULL).returncode
