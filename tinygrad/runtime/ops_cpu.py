@@ -8,10 +8,8 @@ from tinygrad.renderer import MachineModel
 from tinygrad.runtime.support.cpu_model import host_model, vector_flags
 
 # IEEE semantics are kept (no -ffast-math); -fno-math-errno only lets sqrt and friends compile to single instructions
-# -mprefer-vector-width=512: x86 compilers split 512-bit vector types into two 256-bit halves by default on most AVX-512 parts, which
-# halves the throughput of the elementwise kernels (the flag is x86-only; it does nothing on a CPU without AVX-512)
-CFLAGS = ("-x", "c", "-std=gnu11", "-O2", "-march=native", *(("-mprefer-vector-width=512",) if platform.machine() in ("x86_64", "AMD64") else ()),
-          "-fPIC", "-shared", "-fno-math-errno", "-fwrapv")
+# the vector width flag (x86 compilers split 512-bit vectors in two by default on most AVX-512 parts) comes from the machine model
+CFLAGS = ("-x", "c", "-std=gnu11", "-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv")
 
 def find_cc() -> list[str]|None:
   """The C compiler command: $CC (may carry arguments) if set, else clang, else gcc. None if there is none."""
