@@ -811,7 +811,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     ret = value + dd.eq(0).where(-0.0, fin.where(term, term * big))
     # an infinite x with an infinite value (softplus(inf) = inf) is x * d going forward, so d passes there too
     xd, vd = self.detach(), value.detach()
-    return (self.isinf() & vd.isinf() & fin & d.ne(0) & (xd * d).eq(vd)).where(self * d, ret)
+    return (self.isinf() & vd.isinf() & fin & d.ne(0) & (xd * d).eq(vd)).where(self * dd, ret)   # (dd: d there, finite elsewhere)
   @staticmethod
   def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
     """(hi, lo) with hi + lo = the constant to about 2x dt's precision, and hi * k exact for every whole |k| < 2**bits"""
