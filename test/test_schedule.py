@@ -37,7 +37,9 @@ def test_mul_sum_is_one_kernel(device):
 def test_softmax_first_step_at_most_two(device):
   x = rand(5, 7, device=device)
   out = x - x.max(axis=1, keepdim=True)
-  assert kernels(out) <= 2
+  # max propagates nan like torch: its nan check is a second reduce, which a broadcast puts in a kernel of its own (softmax itself
+  # uses the plain MAX reduce, as its max is only a shift)
+  assert kernels(out) <= 3
   xn = x.numpy()
   np.testing.assert_allclose(out.numpy(), xn - xn.max(axis=1, keepdims=True), rtol=1e-6)
 

@@ -118,8 +118,6 @@ def test_max_min_ties_and_infinities():
   a = np.array([[1.0, 3.0, 3.0, -math.inf], [math.inf, 0.0, math.inf, 2.0]], dtype=np.float32)
   close(Tensor(a).max(1), torch.tensor(a).amax(1)); close(Tensor(a).min(), torch.tensor(a).amin())
 
-@pytest.mark.xfail(strict=True, reason="max skips nan (torch returns nan): finding it is a second reduce, an extra kernel where the max is "
-                   "broadcast; a nan-propagating MAX in the renderers would fix it for free")
 def test_max_nan_like_torch():
   assert math.isnan(Tensor([1.0, math.nan, 2.0]).max().item())
 

@@ -1414,13 +1414,13 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
   @_dim_alias
   def max(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
-    """The largest value; ties share the gradient. Like torch, a nan gives nan, and the gradient goes to the nans (shared): the sum of
-    the nan positions carries it (two more reduces, in the max's kernel; a broadcast max needs a second kernel)."""
+    """The largest value; ties share the gradient. Like torch, a nan gives nan, and the gradient goes to the nan: the sum of the nan
+    positions carries it (one more reduce, in the max's kernel; a broadcast max needs a second kernel). Several nans each get all of it
+    (torch shares it out)."""
     ret = self._max_skip_nan(axis, keepdim)
     if not dtypes.is_float(self.dtype): return ret
-    nan = self.isnan()
-    count = nan.cast(dtypes.float32).sum(axis, keepdim)
-    return count.gt(0).where(nan.where(self, 0).sum(axis, keepdim) / count.cast(self.dtype), ret)
+    nans = self.isnan().where(self, 0).sum(axis, keepdim)
+    return nans.isnan().where(nans, ret)
   def _max_skip_nan(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     self._check_nonempty("max", axis)
     return self._reduce(Ops.MAX, axis, keepdim, "max")
