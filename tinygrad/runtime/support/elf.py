@@ -109,4 +109,5 @@ class ElfImage:
         else: raise ElfError(f"relocation type {typ} at {off} is not supported or out of range ({v:#x})")
     if libc.mprotect(self.addr, self.size, PROT_READ | PROT_EXEC) != 0: raise OSError(ctypes.get_errno(), "mprotect of a loaded kernel failed")
   def __del__(self) -> None:
-    if getattr(self, "addr", None): _libc().munmap(self.addr, self.size)
+    # at interpreter exit the module's globals may be gone already; the process's mappings go with it then
+    if getattr(self, "addr", None) and _libc is not None: _libc().munmap(self.addr, self.size)
