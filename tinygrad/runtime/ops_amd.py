@@ -4,7 +4,7 @@ hipModuleLoadData loads. The arch comes from the kernel driver's topology (or AM
 from __future__ import annotations
 import ctypes, functools, glob, struct
 from typing import Any
-from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Compiler
+from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Compiler, load_library
 from tinygrad.renderer import Renderer
 from tinygrad.helpers import getenv, flat_mv, AMD_LLVM
 from tinygrad.runtime.support.compiler_amd import ROCM_HINT
@@ -17,14 +17,11 @@ _CT = {"p": ctypes.c_void_p, "u": ctypes.c_uint32, "i": ctypes.c_int, "z": ctype
 
 @functools.cache
 def _hip() -> Any:
-  for name in [getenv("HIP_LIB_PATH", ""), "libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so"]:
-    try: lib = ctypes.CDLL(name) if name else None
-    except OSError: continue
-    if lib is None: continue
-    for fn, proto in _PROTOS.items(): getattr(lib, fn).argtypes, getattr(lib, fn).restype = [_CT[c] for c in proto], ctypes.c_int
-    lib.hipGetErrorString.argtypes, lib.hipGetErrorString.restype = [ctypes.c_int], ctypes.c_char_p
-    return lib
-  raise RuntimeError(f"AMD needs libamdhip64.so (ROCm's HIP runtime), which is not installed: {ROCM_HINT}, or set HIP_LIB_PATH")
+  names = [n for n in (getenv("HIP_LIB_PATH", ""),) if n] + ["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so"]
+  lib = load_library("AMD", names, f"{ROCM_HINT}, or set HIP_LIB_PATH")
+  for fn, proto in _PROTOS.items(): getattr(lib, fn).argtypes, getattr(lib, fn).restype = [_CT[c] for c in proto], ctypes.c_int
+  lib.hipGetErrorString.argtypes, lib.hipGetErrorString.restype = [ctypes.c_int], ctypes.c_char_p
+  return lib
 
 def check(status:int, what:str) -> None:
   if status != 0: raise RuntimeError(f"HIP {what} failed: {(_hip().hipGetErrorString(status) or b'').decode()} ({status})")

@@ -4,7 +4,7 @@ HIPCompiler takes the HIP C++ of renderer/cstyle.py's AMDRenderer through hiprtc
 from __future__ import annotations
 import ctypes, functools, os, re, shutil, subprocess, tempfile
 from typing import Any
-from tinygrad.device import Compiler, CompileError
+from tinygrad.device import Compiler, CompileError, load_library
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.llvmir import AMDLLVMRenderer, check_amd_arch
 from tinygrad.runtime.ops_llvm import LLVMCompiler, llvm, _numbered
@@ -45,18 +45,15 @@ class AMDLLVMCompiler(LLVMCompiler):
 
 @functools.cache
 def hiprtc() -> Any:
-  for name in [getenv("HIPRTC_PATH", ""), "libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.5", "/opt/rocm/lib/libhiprtc.so"]:
-    try: lib = ctypes.CDLL(name) if name else None
-    except OSError: continue
-    if lib is None: continue
-    for fn in ("hiprtcGetProgramLog", "hiprtcGetCode"): getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-    for fn in ("hiprtcGetProgramLogSize", "hiprtcGetCodeSize"): getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
-    lib.hiprtcCreateProgram.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p,
-                                        ctypes.c_void_p]
-    lib.hiprtcCompileProgram.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-    lib.hiprtcDestroyProgram.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-    return lib
-  raise RuntimeError(f"HIPCompiler needs libhiprtc.so (ROCm's HIP runtime compiler), which is not installed: {ROCM_HINT}, or set HIPRTC_PATH")
+  names = [n for n in (getenv("HIPRTC_PATH", ""),) if n] + ["libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.5", "/opt/rocm/lib/libhiprtc.so"]
+  lib = load_library("HIPCompiler", names, f"{ROCM_HINT}, or set HIPRTC_PATH")
+  for fn in ("hiprtcGetProgramLog", "hiprtcGetCode"): getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+  for fn in ("hiprtcGetProgramLogSize", "hiprtcGetCodeSize"): getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+  lib.hiprtcCreateProgram.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p,
+                                      ctypes.c_void_p]
+  lib.hiprtcCompileProgram.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+  lib.hiprtcDestroyProgram.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+  return lib
 
 class HIPCompiler(Compiler):
   """HIP C++ -> a code object for arch, through hiprtc."""
