@@ -1,50 +1,64 @@
 #!/usr/bin/env python3
-"""ONNX latency: ResNet-18 (1x3x224x224) and a BERT-like encoder exported from PyTorch, tinygrad (TinyJit) vs onnxruntime vs PyTorch.
-  python3 extra/bench/bench_onnx.py [--runs N]"""
-import argparse, pathlib, sys, time
+"""ONNX latency: ResNet-18 (1x3x224x224) and a BERT-like encoder exported from PyTorch, tinygrad (OnnxRunner under TinyJit) vs
+onnxruntime vs PyTorch, in one run. The three take turns call by call, so a loaded machine slows them alike; each number is the best of
+--runs calls.
+  python3 extra/bench/bench_onnx.py [--runs N] [--threads T] [--only resnet18|bert_like]
+--threads 1 (the default): one thread each (CPU_THREADS=1, intra_op_num_threads=1, torch.set_num_threads(1)), timed as this process's
+CPU time, which other processes on the machine don't inflate. --threads T > 1: T threads each, timed by the wall clock."""
+import argparse, os, pathlib, sys, time
 sys.path[0] = str(pathlib.Path(__file__).resolve().parents[2])
+ap = argparse.ArgumentParser()
+ap.add_argument("--runs", type=int, default=20)
+ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--only", default=None)
+args = ap.parse_args()
+os.environ["CPU_THREADS"] = str(args.threads)   # read when tinygrad's CPU device starts
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from tinygrad import Tensor, TinyJit  # noqa: E402
 from extra.onnx import OnnxRunner  # noqa: E402
 from extra.onnx_torch_models import resnet18, bert_like, export  # noqa: E402
 
-def best_ms(fn, runs: int) -> float:
-  times = []
-  for _ in range(runs):
-    st = time.perf_counter()
-    fn()
-    times.append(time.perf_counter() - st)
-  return min(times) * 1e3
+clock = time.process_time if args.threads == 1 else time.perf_counter
 
 def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--runs", type=int, default=10)
-  args = ap.parse_args()
   import onnxruntime as ort
+  torch.set_num_threads(args.threads)
   torch.manual_seed(0)
   rng = np.random.default_rng(0)
   cases = []
-  x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
-  cases.append(("resnet18", resnet18(), {"x": x}))
-  ids, mask = rng.integers(0, 1000, (2, 32)).astype(np.int64), np.ones((2, 32), np.int64)
-  cases.append(("bert_like", bert_like(), {"ids": ids, "mask": mask}))
-  print(f"{'model':12s} {'tinygrad ms':>12s} {'onnxruntime ms':>15s} {'torch ms':>10s} {'tg/ort':>8s} {'max |diff|':>11s}")
-  for name, net, feed in cases:
+  if args.only in (None, "resnet18"): cases.append(("resnet18", resnet18, {"x": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}))
+  if args.only in (None, "bert_like"):
+    ids, mask = rng.integers(0, 1000, (2, 32)).astype(np.int64), np.ones((2, 32), np.int64)
+    mask[1, 24:] = 0   # the second sequence is padded
+    cases.append(("bert_like", bert_like, {"ids": ids, "mask": mask}))
+  how = "process CPU time, 1 thread each" if args.threads == 1 else f"wall time, {args.threads} threads each"
+  print(f"best of {args.runs} calls, {how}")
+  print(f"{'model':12s} {'tinygrad ms':>12s} {'onnxruntime ms':>15s} {'torch ms':>10s} {'tg/ort':>8s} {'tg/torch':>9s} {'max |diff|':>11s}")
+  for name, make, feed in cases:
+    net = make()
     model = export(net, tuple(torch.from_numpy(v) for v in feed.values()), list(feed))
     runner = OnnxRunner(model)
     jit = TinyJit(lambda **kw: runner(kw)["out"].realize())
     tg_feed = {k: Tensor(v) for k, v in feed.items()}
     def tg(): return jit(**tg_feed).numpy()
-    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = args.threads, 1
+    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
     def ref(): return sess.run(None, feed)[0]
     tfeed = [torch.from_numpy(v) for v in feed.values()]
     def pt():
       with torch.no_grad(): return net(*tfeed)
-    for _ in range(3): out = tg()   # JIT capture
+    for _ in range(3): out = tg()   # the JIT captures on the second call
     diff = float(np.abs(out - ref()).max())
-    t_tg, t_ort, t_pt = best_ms(tg, args.runs), best_ms(ref, args.runs), best_ms(pt, args.runs)
-    print(f"{name:12s} {t_tg:12.2f} {t_ort:15.2f} {t_pt:10.2f} {t_tg / t_ort:8.2f} {diff:11.2e}")
+    best = {f: float("inf") for f in (tg, ref, pt)}
+    for _ in range(args.runs):
+      for f in best:
+        st = clock()
+        f()
+        best[f] = min(best[f], clock() - st)
+    t_tg, t_ort, t_pt = (best[f] * 1e3 for f in (tg, ref, pt))
+    print(f"{name:12s} {t_tg:12.2f} {t_ort:15.2f} {t_pt:10.2f} {t_tg / t_ort:8.2f} {t_tg / t_pt:9.2f} {diff:11.2e}")
 
 if __name__ == "__main__":
   main()
