@@ -564,9 +564,11 @@ def MaxPool(x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None
   n = len(k)
   pairs = [(a, b + e) for (a, b), e in zip(p, extra)]
   w = _windows(x, pairs, k, s, d, _lowest(x.dtype))
-  flat_w = w.reshape(*w.shape[:2 + n], -1)
-  y = flat_w.max(-1)
+  # the max over the window dims as they are (flattening them first turns every read's index into divisions), with no nan check (a
+  # second reduce): a nan is skipped, as onnxruntime's comparisons skip it
+  y = w._max_skip_nan(tuple(range(-n, 0)))
   if n_outputs < 2: return y
+  flat_w = w.reshape(*w.shape[:2 + n], -1)
   sp = x.shape[2:]
   if storage_order: pos = [sum(c * _prod(sp[:j]) for j, c in enumerate(cs)) for cs in itertools.product(*[range(v) for v in sp])]
   else: pos = list(range(_prod(sp)))
