@@ -76,10 +76,15 @@ class OnnxRunner:
     self.initializers: dict[str, Any] = {t.name: to_value(t, device) for t in self.graph.initializer}
     self.initializers.update({s.values.name: sparse_to_dense(s, device) for s in self.graph.sparse_initializer if s.values is not None})
     self.inputs = [vi for vi in self.graph.input if vi.name not in self.initializers]
+    self._constants = {id(v): v for v in self.initializers.values()}
     # ONNX element types by value name: ops on types held in a wider dtype (int4, fnuz fp8, ...) read the real type here
     self.elem_types: dict[str, int] = {t.name: t.data_type for t in self.graph.initializer}
     self.elem_types.update({vi.name: vi.elem_type for vi in self.graph.input + self.graph.value_info + self.graph.output if vi.elem_type})
     self.debug, self.node_count = 0, 0
+
+  def is_constant(self, x: Any) -> bool:
+    """Whether x is one of the model's initializers (a weight): ops may prepare such tensors once (pack, check) and reuse the result."""
+    return self._constants.get(id(x)) is x
 
   def _check_input(self, vi: ValueInfoProto, value: Any) -> Any:
     kind = _value_kind(vi.type)

@@ -34,12 +34,12 @@ def LayerNormalization(x, scale, B=None, axis=-1, epsilon=1e-5, stash_type=1):
   return onnx_ops.LayerNormalization(x, scale, B, axis, epsilon, stash_type)
 
 def EmbedLayerNormalization(input_ids, segment_ids, word_embedding, position_embedding, segment_embedding, gamma, beta, mask=None,
-                            position_ids=None, epsilon=1e-12, mask_index_type=1, n_outputs=1):
+                            position_ids=None, epsilon=1e-12, mask_index_type=1, n_outputs=1, runner=None):
   b, s = input_ids.shape
-  emb = onnx_ops._take(word_embedding, 0, input_ids.cast(dtypes.int64))
-  pos = position_ids if position_ids is not None else Tensor.arange(s).reshape(1, s).expand(b, s)
-  emb = emb + onnx_ops._take(position_embedding, 0, pos.cast(dtypes.int64))
-  if segment_ids is not None and segment_embedding is not None: emb = emb + onnx_ops._take(segment_embedding, 0, segment_ids.cast(dtypes.int64))
+  def rows(table, ids): return onnx_ops.Gather(table, ids.cast(dtypes.int64), 0, runner)
+  emb = rows(word_embedding, input_ids)
+  emb = emb + rows(position_embedding, position_ids if position_ids is not None else Tensor.arange(s).reshape(1, s).expand(b, s))
+  if segment_ids is not None and segment_embedding is not None: emb = emb + rows(segment_embedding, segment_ids)
   y, _, _ = _layernorm(emb, gamma, beta, epsilon)
   mask_index = mask.cast(dtypes.int32).sum(-1) if mask is not None else Tensor.zeros(b, dtype=dtypes.int32)
   return (y, mask_index.cast(dtypes.int32), emb)[:max(n_outputs, 1)]

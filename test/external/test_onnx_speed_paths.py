@@ -1,0 +1,96 @@
+# the runner's speed paths give the same answers as the plain ones: realized matmul operands, the float32 erf, the one-hot GEMM
+# embedding of a constant table, the max pool over unflattened windows
+import math
+import numpy as np
+import pytest
+onnx = pytest.importorskip("onnx")
+from onnx import helper, numpy_helper, TensorProto  # noqa: E402
+from tinygrad import Tensor, TinyJit  # noqa: E402
+from tinygrad.uop.ops import Ops  # noqa: E402
+from tinygrad.engine.jit import GraphRunner  # noqa: E402
+from extra.onnx import OnnxRunner  # noqa: E402
+from extra import onnx_ops  # noqa: E402
+
+def _model(nodes, inputs, outputs, initializers=(), opset=17):
+  g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+  return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+def _vi(name, shape, dt=TensorProto.FLOAT): return helper.make_tensor_value_info(name, dt, shape)
+
+def _kernel_asts(jit: TinyJit) -> list:
+  items = [x for ei in jit.jit_cache for x in (ei.prg.jit_cache if isinstance(ei.prg, GraphRunner) else [ei])]
+  return [ei.prg.p.ast for ei in items]
+
+def test_erf_float32_within_3_ulp():
+  x = np.concatenate([np.linspace(-9, 9, 40001), [0.0, -0.0, 1e-30, -1e-7, 0.99999994, 1.0, -1.0, 3.9, 10.0]]).astype(np.float32)
+  got = onnx_ops.Erf(Tensor(x)).numpy()
+  want = np.array([math.erf(float(v)) for v in x])
+  ulp = np.abs(got - want) / np.maximum(np.spacing(np.abs(want).astype(np.float32)), np.float32(1e-45))
+  assert ulp.max() <= 3, (ulp.max(), x[ulp.argmax()])
+  assert np.signbit(got[40002]) and not np.signbit(got[40001]) and got[-1] == 1.0   # erf(-0.0) is -0.0
+  special = onnx_ops.Erf(Tensor(np.array([np.inf, -np.inf, np.nan], np.float32))).numpy()
+  assert special[0] == 1 and special[1] == -1 and np.isnan(special[2])
+
+def test_gelu_between_matmuls_is_computed_once_under_jit():
+  # MatMul -> Gelu (erf form, as exported) -> MatMul: the gelu is stored once (fused into the first GEMM), not recomputed in the second
+  rng = np.random.default_rng(0)
+  w1, w2 = rng.standard_normal((16, 64)).astype(np.float32) / 4, rng.standard_normal((64, 8)).astype(np.float32) / 8
+  nodes = [helper.make_node("MatMul", ["x", "w1"], ["h0"]), helper.make_node("Add", ["h0", "b1"], ["h"]), helper.make_node("Div", ["h", "sqrt2"], ["hd"]), helper.make_node("Erf", ["hd"], ["e"]),
+           helper.make_node("Add", ["e", "one"], ["e1"]), helper.make_node("Mul", ["h", "e1"], ["g2"]), helper.make_node("Mul", ["g2", "half"], ["g"]),
+           helper.make_node("MatMul", ["g", "w2"], ["y"])]
+  b1 = rng.standard_normal(64).astype(np.float32)
+  inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"), numpy_helper.from_array(w2, "w2"), numpy_helper.from_array(np.float32(math.sqrt(2)), "sqrt2"),
+           numpy_helper.from_array(np.float32(1), "one"), numpy_helper.from_array(np.float32(0.5), "half")]
+  runner = OnnxRunner(_model(nodes, [_vi("x", [4, 16])], [_vi("y", [4, 8])], inits))
+  jit = TinyJit(lambda x: runner({"x": x})["y"].realize())
+  for _ in range(3):
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    out = jit(Tensor(x)).numpy()
+    h = x @ w1 + b1
+    want = (h * 0.5 * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))) @ w2
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+  # two kernels, GEMM+bias+gelu then GEMM: the exp of the erf is in the first only, not recomputed by the second for every output column
+  kernels = _kernel_asts(jit)
+  assert len(kernels) == 2 and [any(u.op in (Ops.EXP, Ops.EXP2) for u in k.toposort()) for k in kernels] == [True, False]
+
+def _gather_model(table: np.ndarray, idx_shape):
+  return _model([helper.make_node("Gather", ["table", "ids"], ["y"], axis=0)], [_vi("ids", idx_shape, TensorProto.INT64)],
+                [_vi("y", list(idx_shape) + list(table.shape[1:]))], [numpy_helper.from_array(table, "table")])
+
+def test_embedding_of_constant_table_is_exact():
+  rng = np.random.default_rng(1)
+  table = rng.standard_normal((300, 24)).astype(np.float32)
+  table[7, 3] = -0.0
+  runner = OnnxRunner(_gather_model(table, [3, 5]))
+  ids = rng.integers(-300, 300, (3, 5)).astype(np.int64)
+  ids[0, 0], ids[0, 1] = 7, -1
+  np.testing.assert_array_equal(runner({"ids": ids})["y"].numpy(), table[ids])   # negative ids count from the end, like numpy
+  # the same under TinyJit, with new ids each call
+  jit = TinyJit(lambda i: runner({"ids": i})["y"].realize())
+  for _ in range(3):
+    ids = rng.integers(0, 300, (3, 5)).astype(np.int64)
+    np.testing.assert_array_equal(jit(Tensor(ids)).numpy(), table[ids])
+
+def test_embedding_of_table_with_inf_and_nan_keeps_them_to_their_rows():
+  table = np.arange(40, dtype=np.float32).reshape(10, 4)
+  table[2, 1], table[5, 0] = np.inf, np.nan
+  ids = np.array([[0, 2, 5, 9], [1, 1, 3, 4]], np.int64)
+  out = OnnxRunner(_gather_model(table, [2, 4]))({"ids": ids})["y"].numpy()
+  np.testing.assert_array_equal(out, table[ids])   # a one-hot GEMM would spread 0 * inf = nan over every row
+
+def test_embedding_of_graph_input_is_plain_gather():
+  # data that is an input, not an initializer, may hold anything from call to call: the plain gather
+  m = _model([helper.make_node("Gather", ["t", "ids"], ["y"], axis=0)], [_vi("t", [6, 2]), _vi("ids", [9], TensorProto.INT64)], [_vi("y", [9, 2])])
+  r = OnnxRunner(m)
+  ids = np.array([0, 1, 2, 3, 4, 5, 5, 0, 1], np.int64)
+  for t in (np.arange(12, dtype=np.float32).reshape(6, 2), np.full((6, 2), np.inf, np.float32)):
+    np.testing.assert_array_equal(r({"t": t, "ids": ids})["y"].numpy(), t[ids])
+
+@pytest.mark.parametrize("k,s,p", [((3, 3), (2, 2), (1, 1, 1, 1)), ((2, 3), (1, 2), (0, 1, 1, 0))])
+def test_maxpool_matches_torch(k, s, p):
+  torch = pytest.importorskip("torch")
+  x = np.random.default_rng(2).standard_normal((2, 3, 11, 10)).astype(np.float32)
+  m = _model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=list(k), strides=list(s), pads=list(p))], [_vi("x", [2, 3, 11, 10])],
+             [_vi("y", None)])
+  out = OnnxRunner(m)({"x": x})["y"].numpy()
+  xt = torch.nn.functional.pad(torch.from_numpy(x), (p[1], p[3], p[0], p[2]), value=-math.inf)
+  np.testing.assert_array_equal(out, torch.nn.functional.max_pool2d(xt, k, s).numpy())
