@@ -4,7 +4,7 @@ Each ONNX operator maps onto Tensor ops in a function named after it (ops in ext
 graph's value infos. Values are Tensors, Python lists (sequences), None (missing optionals) or numpy object arrays (string tensors).
 """
 from __future__ import annotations
-import inspect, pathlib, time
+import dataclasses, inspect, pathlib, time
 from collections import ChainMap
 from typing import Any, Callable
 from tinygrad import Tensor, dtypes
@@ -76,15 +76,76 @@ class OnnxRunner:
     self.initializers: dict[str, Any] = {t.name: to_value(t, device) for t in self.graph.initializer}
     self.initializers.update({s.values.name: sparse_to_dense(s, device) for s in self.graph.sparse_initializer if s.values is not None})
     self.inputs = [vi for vi in self.graph.input if vi.name not in self.initializers]
-    self._constants = {id(v): v for v in self.initializers.values()}
+    # weights: initializers that are not also graph inputs (those are only defaults a call may override)
+    self._constants = {id(v): v for n, v in self.initializers.items() if n not in {vi.name for vi in self.graph.input}}
     # ONNX element types by value name: ops on types held in a wider dtype (int4, fnuz fp8, ...) read the real type here
     self.elem_types: dict[str, int] = {t.name: t.data_type for t in self.graph.initializer}
     self.elem_types.update({vi.name: vi.elem_type for vi in self.graph.input + self.graph.value_info + self.graph.output if vi.elem_type})
     self.debug, self.node_count = 0, 0
+    # the graph as it runs: nodes that read only weights computed once here, BatchNormalization folded into the Conv before it
+    self.exec_graph = dataclasses.replace(self.graph, node=self._fold_batchnorms(self._fold_constants(list(self.graph.node))))
+
+  def _add_constant(self, name: str, value: Any):
+    if isinstance(value, Tensor): value.realize()
+    self.initializers[name] = value
+    self._constants[id(value)] = value
+
+  def _fold_constants(self, nodes: list[NodeProto]) -> list[NodeProto]:
+    """Runs the nodes whose inputs are all weights (or outputs of such nodes) once, keeping their outputs as weights: a transpose or
+    reshape of a weight, shape maths on constants. Random and control-flow ops, and outputs much larger than their inputs, stay."""
+    overridable = {vi.name for vi in self.graph.input}   # an initializer that is also a graph input is only a default
+    const = {n for n in self.initializers if n not in overridable} | {""}
+    kept = []
+    for node in nodes:
+      if node.op_type in _NO_FOLD or not all(n in const for n in node.input) or \
+         any(a.type in (AttributeType.GRAPH, AttributeType.GRAPHS) for a in node.attribute):
+        kept.append(node)
+        continue
+      try: outs = self.run_node(node, [self.initializers[n] if n else None for n in node.input], None, self.opsets, self.initializers)
+      except Exception:   # left to run (and to raise) with the inputs
+        kept.append(node)
+        continue
+      in_size = sum(v.numel() for n in node.input if n and isinstance(v := self.initializers[n], Tensor))
+      if any(isinstance(o, Tensor) and o.numel() > 4 * in_size + 65536 for o in outs):
+        kept.append(node)
+        continue
+      for name, val in zip(node.output, outs):
+        if name: self._add_constant(name, val)
+      const.update(node.output)
+    return kept
+
+  def _fold_batchnorms(self, nodes: list[NodeProto]) -> list[NodeProto]:
+    """Conv -> BatchNormalization (inference, weights constant, the Conv's output read by nothing else) becomes one Conv with the BN's
+    scale in its weight and its shift in its bias, as onnxruntime does."""
+    readers: dict[str, int] = {}
+    for node in nodes:
+      for n in node.input: readers[n] = readers.get(n, 0) + 1
+    outputs = {o.name for o in self.graph.output}
+    producer = {node.output[0]: i for i, node in enumerate(nodes) if node.op_type == "Conv" and node.domain in ("", "ai.onnx") and node.output}
+    drop: set[int] = set()
+    for i, bn in enumerate(nodes):
+      if bn.op_type != "BatchNormalization" or bn.domain not in ("", "ai.onnx") or any(bn.output[1:]) or len(bn.input) != 5: continue
+      attrs = self.node_attributes(bn, None)
+      if attrs.get("training_mode", 0) or (j := producer.get(bn.input[0])) is None or readers.get(bn.input[0]) != 1 or bn.input[0] in outputs: continue
+      conv = nodes[j]
+      has_bias = len(conv.input) > 2 and bool(conv.input[2])
+      w, b = self.initializers.get(conv.input[1]) if len(conv.input) > 1 else None, self.initializers.get(conv.input[2]) if has_bias else None
+      scale, shift, mean, var = (self.initializers.get(n) for n in bn.input[1:])
+      if not all(self.is_constant(v) for v in (w, scale, shift, mean, var)) or (has_bias and not self.is_constant(b)): continue
+      if not dtypes.is_float(w.dtype) or w.ndim < 3 or any(v.shape != (w.shape[0],) for v in (scale, shift, mean, var)): continue
+      k = scale.cast(dtypes.float32) / (var.cast(dtypes.float32) + attrs.get("epsilon", 1e-5)).sqrt()
+      new_w = (w.cast(dtypes.float32) * k.reshape(-1, *[1] * (w.ndim - 1))).cast(w.dtype)
+      new_b = (((b.cast(dtypes.float32) if b is not None else 0) - mean.cast(dtypes.float32)) * k + shift.cast(dtypes.float32)).cast(w.dtype)
+      wn, bn_name = f"{bn.output[0]}::folded_weight", f"{bn.output[0]}::folded_bias"
+      self._add_constant(wn, new_w)
+      self._add_constant(bn_name, new_b)
+      nodes[j] = dataclasses.replace(conv, input=[conv.input[0], wn, bn_name], output=[bn.output[0]])
+      drop.add(i)
+    return [node for i, node in enumerate(nodes) if i not in drop]
 
   def is_constant(self, x: Any) -> bool:
     """Whether x is one of the model's initializers (a weight): ops may prepare such tensors once (pack, check) and reuse the result."""
-    return self._constants.get(id(x)) is x
+    return x is not None and self._constants.get(id(x)) is x
 
   def _check_input(self, vi: ValueInfoProto, value: Any) -> Any:
     kind = _value_kind(vi.type)
@@ -130,7 +191,7 @@ class OnnxRunner:
         if _value_kind(vi.type) == "optional": values[vi.name] = None
         else: raise KeyError(f"missing input {vi.name!r} (shape {vi.shape}); the model's inputs are {[v.name for v in self.inputs]}")
     self.node_count = 0
-    env = self.run_graph(self.graph, values)
+    env = self.run_graph(self.exec_graph, values)
     return {o.name: env[o.name] for o in self.graph.output}
 
   def run_graph(self, graph: GraphProto, env: dict[str, Any]|ChainMap, fn_attrs: dict[str, Any]|None = None,
@@ -200,6 +261,10 @@ class OnnxRunner:
     env.maps[0].update({t.name: to_value(t, self.device) for t in graph.initializer})
     self.run_graph(graph, env)
     return [env[o.name] for o in graph.output]
+
+# never run at load: their values change from call to call, or they run subgraphs
+_NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout", "If", "Loop", "Scan",
+            "SequenceMap"}
 
 _PARAMS: dict[Callable, set[str]] = {}
 def _params(fn: Callable) -> set[str]:

@@ -94,3 +94,43 @@ def test_maxpool_matches_torch(k, s, p):
   out = OnnxRunner(m)({"x": x})["y"].numpy()
   xt = torch.nn.functional.pad(torch.from_numpy(x), (p[1], p[3], p[0], p[2]), value=-math.inf)
   np.testing.assert_array_equal(out, torch.nn.functional.max_pool2d(xt, k, s).numpy())
+
+def _conv_bn_model(with_bias: bool, extra_reader: bool = False):
+  rng = np.random.default_rng(3)
+  w = rng.standard_normal((6, 3, 3, 3)).astype(np.float32)
+  b = rng.standard_normal(6).astype(np.float32)
+  scale, shift = rng.uniform(0.5, 2, 6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+  mean, var = rng.standard_normal(6).astype(np.float32), rng.uniform(0.5, 2, 6).astype(np.float32)
+  nodes = [helper.make_node("Conv", ["x", "w", "b"] if with_bias else ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+           helper.make_node("BatchNormalization", ["c", "scale", "shift", "mean", "var"], ["y"], epsilon=1e-3), helper.make_node("Relu", ["y"], ["z"])]
+  outs = [_vi("z", [1, 6, 8, 8])]
+  if extra_reader:
+    nodes.append(helper.make_node("Neg", ["c"], ["n"]))
+    outs.append(_vi("n", [1, 6, 8, 8]))
+  inits = [numpy_helper.from_array(v, n) for v, n in ((w, "w"), (b, "b"), (scale, "scale"), (shift, "shift"), (mean, "mean"), (var, "var"))]
+  return _model(nodes, [_vi("x", [1, 3, 8, 8])], outs, inits), (w, b if with_bias else None, scale, shift, mean, var)
+
+@pytest.mark.parametrize("with_bias,extra_reader", [(True, False), (False, False), (True, True)])
+def test_batchnorm_folded_into_conv(with_bias, extra_reader):
+  torch = pytest.importorskip("torch")
+  model, (w, b, scale, shift, mean, var) = _conv_bn_model(with_bias, extra_reader)
+  runner = OnnxRunner(model)
+  ops = [n.op_type for n in runner.exec_graph.node]
+  assert ops == (["Conv", "BatchNormalization", "Relu", "Neg"] if extra_reader else ["Conv", "Relu"])   # a conv read elsewhere stays
+  x = np.random.default_rng(4).standard_normal((1, 3, 8, 8)).astype(np.float32)
+  c = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), None if b is None else torch.from_numpy(b), padding=1)
+  y = torch.nn.functional.batch_norm(c, torch.from_numpy(mean), torch.from_numpy(var), torch.from_numpy(scale), torch.from_numpy(shift), eps=1e-3)
+  np.testing.assert_allclose(runner({"x": x})["z"].numpy(), y.relu().numpy(), rtol=1e-5, atol=1e-5)
+
+def test_constant_subgraph_folded_at_load_and_overridable_initializer_not():
+  # Transpose(w) of a weight runs once at load; a node reading an initializer that is also a graph input (a default) runs every call
+  w = np.arange(6, dtype=np.float32).reshape(2, 3)
+  nodes = [helper.make_node("Transpose", ["w"], ["wt"]), helper.make_node("MatMul", ["x", "wt"], ["y"]), helper.make_node("Neg", ["d"], ["nd"]),
+           helper.make_node("Add", ["y", "nd"], ["z"])]
+  m = _model(nodes, [_vi("x", [1, 3]), _vi("d", [1, 2])], [_vi("z", [1, 2])],
+             [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.ones((1, 2), np.float32), "d")])
+  runner = OnnxRunner(m)
+  assert [n.op_type for n in runner.exec_graph.node] == ["MatMul", "Neg", "Add"]
+  x = np.array([[1, 2, 3]], np.float32)
+  np.testing.assert_array_equal(runner({"x": x})["z"].numpy(), x @ w.T - 1)
+  np.testing.assert_array_equal(runner({"x": x, "d": np.full((1, 2), 5, np.float32)})["z"].numpy(), x @ w.T - 5)
