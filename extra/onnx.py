@@ -126,7 +126,8 @@ class OnnxRunner:
     for i, bn in enumerate(nodes):
       if bn.op_type != "BatchNormalization" or bn.domain not in ("", "ai.onnx") or any(bn.output[1:]) or len(bn.input) != 5: continue
       attrs = self.node_attributes(bn, None)
-      if attrs.get("training_mode", 0) or (j := producer.get(bn.input[0])) is None or readers.get(bn.input[0]) != 1 or bn.input[0] in outputs: continue
+      if attrs.get("training_mode", 0) or (j := producer.get(bn.input[0])) is None: continue
+      if readers.get(bn.input[0]) != 1 or bn.input[0] in outputs: continue
       conv = nodes[j]
       has_bias = len(conv.input) > 2 and bool(conv.input[2])
       w, b = self.initializers.get(conv.input[1]) if len(conv.input) > 1 else None, self.initializers.get(conv.input[2]) if has_bias else None
