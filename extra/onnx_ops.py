@@ -472,9 +472,10 @@ def Hardmax(x, axis=None, opset=13): return _flat2d(_hardmax, x, (-1 if opset >=
 # ***** linear algebra *****
 
 def _f32(x: Tensor) -> bool: return x.dtype in (dtypes.float16, dtypes.bfloat16)
-def _operand(x: Tensor) -> Tensor:
+def _operand(x: Tensor, reads: Any) -> Tensor:
   """A matmul operand is read once per output column (row): elementwise maths in front of it (a gelu, a layer norm's scale and shift,
   a softmax's exp) runs in its own kernel, fused into the kernel that produced its input, instead of again in every read."""
+  if not isinstance(reads, int) or reads <= 1: return x
   seen, stack = set(), [x.uop]
   while stack:
     u = stack.pop()
@@ -483,11 +484,13 @@ def _operand(x: Tensor) -> Tensor:
     if u.op in GroupOp.ALU: return x.contiguous()
     stack.extend(u.src)
   return x
+def _operands(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+  return _operand(a, b.shape[-1] if b.ndim > 1 else 1), _operand(b, a.shape[-2] if a.ndim > 1 else 1)
 def MatMul(a, b):
-  a, b = _operand(a), _operand(b)
+  a, b = _operands(a, b)
   return (a.cast(dtypes.float32) @ b.cast(dtypes.float32)).cast(a.dtype) if _f32(a) else a @ b
 def Gemm(A, B, C=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
-  a, b = _operand(A.T if transA else A), _operand(B.T if transB else B)
+  a, b = _operands(A.T if transA else A, B.T if transB else B)
   y = (a @ b) * alpha if alpha != 1.0 else a @ b
   if C is not None: y = y + (C * beta if beta != 1.0 else C)
   return y.cast(A.dtype)

@@ -134,3 +134,15 @@ def test_constant_subgraph_folded_at_load_and_overridable_initializer_not():
   x = np.array([[1, 2, 3]], np.float32)
   np.testing.assert_array_equal(runner({"x": x})["z"].numpy(), x @ w.T - 1)
   np.testing.assert_array_equal(runner({"x": x, "d": np.full((1, 2), 5, np.float32)})["z"].numpy(), x @ w.T - 5)
+
+def test_matrix_vector_operand_not_realized_separately():
+  # a matrix-vector product reads each element of A once: the elementwise maths in front of it stays in the one kernel
+  w = np.arange(4, dtype=np.float32).reshape(4, 1)
+  m = _model([helper.make_node("Exp", ["x"], ["e"]), helper.make_node("MatMul", ["e", "w"], ["y"])], [_vi("x", [3, 4])], [_vi("y", [3, 1])],
+             [numpy_helper.from_array(w, "w")])
+  runner = OnnxRunner(m)
+  jit = TinyJit(lambda x: runner({"x": x})["y"].realize())
+  x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+  for _ in range(3): out = jit(Tensor(x)).numpy()
+  np.testing.assert_allclose(out, np.exp(x) @ w, rtol=1e-6)
+  assert len(_kernel_asts(jit)) == 1
