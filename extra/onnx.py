@@ -4,7 +4,7 @@ Each ONNX operator maps onto Tensor ops in a function named after it (ops in ext
 graph's value infos. Values are Tensors, Python lists (sequences), None (missing optionals) or numpy object arrays (string tensors).
 """
 from __future__ import annotations
-import dataclasses, inspect, pathlib, time
+import contextlib, dataclasses, inspect, pathlib, time
 from collections import ChainMap
 from typing import Any, Callable
 from tinygrad import Tensor, dtypes
@@ -82,6 +82,7 @@ class OnnxRunner:
     self.elem_types: dict[str, int] = {t.name: t.data_type for t in self.graph.initializer}
     self.elem_types.update({vi.name: vi.elem_type for vi in self.graph.input + self.graph.value_info + self.graph.output if vi.elem_type})
     self.debug, self.node_count = 0, 0
+    self._shape_values: dict[int, Tensor] = {}   # id -> Tensor of the values computed outside a capture
     # the graph as it runs: nodes that read only weights computed once here, BatchNormalization folded into the Conv before it
     self.exec_graph = dataclasses.replace(self.graph, node=self._fold_batchnorms(self._fold_constants(list(self.graph.node))))
 
@@ -192,6 +193,7 @@ class OnnxRunner:
         if _value_kind(vi.type) == "optional": values[vi.name] = None
         else: raise KeyError(f"missing input {vi.name!r} (shape {vi.shape}); the model's inputs are {[v.name for v in self.inputs]}")
     self.node_count = 0
+    self._shape_values = dict(self._constants)
     env = self.run_graph(self.exec_graph, values)
     return {o.name: env[o.name] for o in self.graph.output}
 
@@ -202,7 +204,12 @@ class OnnxRunner:
       ins = [env[n] if n else None for n in node.input]
       for n in node.input:
         if n and n not in env: raise KeyError(f"node {node.name or node.op_type!r} reads {n!r}, which no earlier node or input defines")
-      outs = self.run_node(node, ins, fn_attrs, opsets or self.opsets, env)
+      if self._is_shape_maths(node, ins):
+        with _outside_capture():   # computed once, also while TinyJit captures: its values are constants of the capture, readable
+          outs = self.run_node(node, ins, fn_attrs, opsets or self.opsets, env)
+          for o in outs:
+            if isinstance(o, Tensor): self._shape_values[id(o.realize())] = o
+      else: outs = self.run_node(node, ins, fn_attrs, opsets or self.opsets, env)
       for name, val in zip(node.output, outs):
         if name: env[name] = val
       self.node_count += 1
@@ -210,6 +217,13 @@ class OnnxRunner:
         shapes = [getattr(o, "shape", type(o).__name__) for o in outs]
         print(f"{i:4d} {node.op_type:24s} {(time.perf_counter() - st) * 1e3:8.2f} ms  -> {shapes}")
     return env
+
+  def _is_shape_maths(self, node: NodeProto, ins: list[Any]) -> bool:
+    """Shape arithmetic: Shape/Size of anything, a Constant, or an op on small weights and earlier shape values only (Gather of a shape,
+    Concat of dims, Range of them ...). Its values depend on the input shapes alone, which a TinyJit capture fixes."""
+    if node.op_type in _NO_FOLD or any(a.type in (AttributeType.GRAPH, AttributeType.GRAPHS) for a in node.attribute): return False
+    if node.op_type in ("Shape", "Size"): return True
+    return all(isinstance(v, Tensor) and self._shape_values.get(id(v)) is v and v.numel() <= 4096 for v in ins if v is not None)
 
   def node_attributes(self, node: NodeProto, fn_attrs: dict[str, Any]|None) -> dict[str, Any]:
     attrs = {}
@@ -262,6 +276,15 @@ class OnnxRunner:
     env.maps[0].update({t.name: to_value(t, self.device) for t in graph.initializer})
     self.run_graph(graph, env)
     return [env[o.name] for o in graph.output]
+
+@contextlib.contextmanager
+def _outside_capture():
+  # kernels run here are not part of a TinyJit capture in progress: they run once and their buffers are constants of the capture
+  from tinygrad.engine.realize import capturing
+  saved = capturing[:]
+  capturing.clear()
+  try: yield
+  finally: capturing.extend(saved)
 
 # never run at load: their values change from call to call, or they run subgraphs
 _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout", "If", "Loop", "Scan",

@@ -34,3 +34,29 @@ def test_bert_like_matches_onnxruntime_under_jit():
     ids_np = rng.integers(0, 1000, (2, 32)).astype(np.int64)
     out = jit(Tensor(ids_np), Tensor(mask.numpy())).numpy()
     np.testing.assert_allclose(out, _ort(model, {"ids": ids_np, "mask": mask.numpy()})[0], rtol=1e-4, atol=1e-4, err_msg=f"step {step}")
+
+def test_bert_like_dynamic_axes_under_jit():
+  # exported with dynamic batch and sequence dims, the graph computes its reshapes from Shape -> Gather -> Concat: shape maths the runner
+  # does once, also while TinyJit captures, so its values can be read there
+  import io
+  torch.manual_seed(0)
+  rng = np.random.default_rng(1)
+  net = bert_like().eval()
+  ids, mask = rng.integers(0, 1000, (2, 32)), np.ones((2, 32), np.int64)
+  f = io.BytesIO()
+  with torch.no_grad():
+    torch.onnx.export(net, (torch.from_numpy(ids), torch.from_numpy(mask)), f, input_names=["ids", "mask"], output_names=["out"], opset_version=17,
+                      dynamo=False, dynamic_axes={"ids": {0: "b", 1: "s"}, "mask": {0: "b", 1: "s"}})
+  model = f.getvalue()
+  runner = OnnxRunner(model)
+  assert any(n.op_type == "Shape" for n in runner.exec_graph.node)
+  jit = TinyJit(lambda i, m: runner({"ids": i, "mask": m})["out"].realize())
+  for step in range(3):
+    ids_np = rng.integers(0, 1000, (2, 32)).astype(np.int64)
+    mask[1, 10 + step:] = 0
+    out = jit(Tensor(ids_np), Tensor(mask)).numpy()
+    np.testing.assert_allclose(out, _ort(model, {"ids": ids_np, "mask": mask})[0], rtol=1e-4, atol=1e-4, err_msg=f"step {step}")
+  # another length is another capture, with its own shape values
+  ids_np, mask_np = rng.integers(0, 1000, (3, 20)).astype(np.int64), np.ones((3, 20), np.int64)
+  out = OnnxRunner(model)({"ids": ids_np, "mask": mask_np})["out"].numpy()
+  np.testing.assert_allclose(out, _ort(model, {"ids": ids_np, "mask": mask_np})[0], rtol=1e-4, atol=1e-4)

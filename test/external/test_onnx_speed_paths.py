@@ -146,3 +146,19 @@ def test_matrix_vector_operand_not_realized_separately():
   for _ in range(3): out = jit(Tensor(x)).numpy()
   np.testing.assert_allclose(out, np.exp(x) @ w, rtol=1e-6)
   assert len(_kernel_asts(jit)) == 1
+
+def test_shape_maths_under_jit():
+  # Reshape(x, Concat(Gather(Shape(x), 0), [-1])) and Range(0, Gather(Shape(x), 1)): the shape values are read while TinyJit captures
+  nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Constant", [], ["i0"], value=numpy_helper.from_array(np.array([0], np.int64))),
+           helper.make_node("Gather", ["s", "i0"], ["b"]), helper.make_node("Constant", [], ["m1"], value=numpy_helper.from_array(np.array([-1], np.int64))),
+           helper.make_node("Concat", ["b", "m1"], ["shp"], axis=0), helper.make_node("Reshape", ["x", "shp"], ["y"]),
+           helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1, np.int64))),
+           helper.make_node("Gather", ["s", "one"], ["n"]), helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64))),
+           helper.make_node("Range", ["zero", "n", "one"], ["r"])]
+  runner = OnnxRunner(_model(nodes, [_vi("x", ["a", "b", 2])], [_vi("y", None), _vi("r", None, TensorProto.INT64)]))
+  jit = TinyJit(lambda x: tuple(v.clone().realize() for v in runner({"x": x}).values()))
+  for k in range(3):
+    x = np.arange(24, dtype=np.float32).reshape(2, 6, 2) + k
+    y, r = jit(Tensor(x))
+    np.testing.assert_array_equal(y.numpy(), x.reshape(2, -1))
+    np.testing.assert_array_equal(r.numpy(), np.arange(6))
