@@ -41,8 +41,10 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
         _write(log, rec)
         continue
       # the target's own heuristics pick the opts (its locals, tensor cores, upcasts); BEAM would need the hardware to time on
-      # archs of one renderer class with the same tensor cores render the same source (PTXCompiler sets .target): it is rendered once
-      if (prg := _rendered.get(rkey := (type(renderer), tuple(tc.name for tc in renderer.tensor_cores), ast))) is None:
+      # archs of one renderer class with the same tensor cores and fp8 conversions render the same source (PTXCompiler sets
+      # .target): it is rendered once
+      rkey = (type(renderer), tuple(tc.name for tc in renderer.tensor_cores), getattr(renderer, "fp8_cvt", None), ast)
+      if (prg := _rendered.get(rkey)) is None:
         with Context(BEAM=0): prg = _rendered[rkey] = get_program(ast, renderer)
       rec |= {"name": prg.name, "kernel": hashlib.sha256(prg.src.encode()).hexdigest()[:16]}
       rec["bytes"] = len(compiler.compile_cached(prg.src))
