@@ -151,6 +151,17 @@ def test_ptx_renderer_numbers():
   assert pconst(1.0, dtypes.float64) == "0d3FF0000000000000" and pconst(-1, dtypes.uint32) == "4294967295"
   assert np.float32(np.frombuffer(bytes.fromhex(pconst(0.1, dtypes.half)[2:])[::-1], np.float32)[0]) == np.float32(np.float16(0.1))
 
+def test_ptx_vector_loads_and_stores():
+  # float4 where the element index is a multiple of 4 (behind a runtime check of the address's alignment, a sub-buffer's offset may break
+  # it), scalar where it isn't (a view starting at element 1)
+  a, b = Tensor.empty(32, 36, device="PYTHON"), Tensor.empty(32, 36, device="PYTHON")
+  src = {name: get_program(asts(t)[-1], PTXRenderer("sm_80")).src for name, t in (("aligned", a * b + 1), ("offset", a[:, 1:33] + 1))}
+  assert src["aligned"].count("ld.global.v4.f32") == 2 and src["aligned"].count("st.global.v4.f32") == 1
+  assert "@!%p0 ld.global.f32" in src["aligned"] and "and.b64" in src["aligned"]
+  assert "ld.global.v4" not in src["offset"] and "ld.global.f32" in src["offset"] and "st.global.v4.f32" in src["offset"]
+  if _have(compiler_cuda.ptxas):
+    for s in src.values(): assert PTXCompiler("sm_80").compile(s)[:4] == b"\x7fELF"
+
 # ***** the opts CUDA's heuristics pick, run on the PYTHON emulator (EMULATE=CUDA), then compiled for real with the same opts *****
 
 def _emulated_cases():

@@ -179,10 +179,22 @@ def _addr(ctx:PTXCtx, x:UOp) -> tuple[str, str]:
   buf = buffer_of(idx)
   return ctx.r[idx][0], "shared" if cast(PtrDType, buf.dtype).local else "global"
 
+def vector_access(ctx:PTXCtx, x:UOp, dt:DType, n:int, addr:str) -> str|None:
+  """ld/st .v2/.v4 need the vector's alignment: where the element index is a multiple of the lanes (so the buffer's alignment decides, which a
+  sub-buffer's offset may break), the predicate that the address is aligned; the scalar accesses run where it isn't. None: no vector access."""
+  if n not in (2, 4) or dt.itemsize not in (4, 8) or n * dt.itemsize > 16 or mem_gate(x) is not None or index_of(x.src[0]).src[1].divides(n) is None:
+    return None
+  return ctx.emit(dtypes.bool, "setp.eq.b64", ctx.emit(dtypes.uint64, "and.b64", addr, str(n * dt.itemsize - 1)), "0")
+
 def render_load(ctx:PTXCtx, x:UOp) -> list[str]:
   addr, space = _addr(ctx, x)
   gate, alt = mem_gate(x), load_alt(x)
   dt, out = x.dtype.scalar(), []
+  if (ok := vector_access(ctx, x, dt, x.dtype.count, addr)) is not None:
+    out = [ctx.reg(dt) for _ in range(x.dtype.count)]
+    ctx.lines.append(f"  @{ok} ld.{space}.v{len(out)}.{mtype(dt)} {{{', '.join(out)}}}, [{addr}];")
+    ctx.lines += [f"  @!{ok} ld.{space}.{mtype(dt)} {v}, [{addr}+{i*dt.itemsize}];" for i, v in enumerate(out)]
+    return out
   for i in range(x.dtype.count):
     if dt in _HALF or dt == dtypes.bool:
       raw = ctx.reg(dtypes.uint16)
@@ -203,8 +215,12 @@ def render_store(ctx:PTXCtx, x:UOp) -> list[str]:
   addr, space = _addr(ctx, x)
   gate, val = mem_gate(x), x.src[1]
   dt = val.dtype.scalar()
+  if (ok := vector_access(ctx, x, dt, len(ctx.r[val]), addr)) is not None:
+    ctx.lines.append(f"  @{ok} st.{space}.v{len(ctx.r[val])}.{mtype(dt)} [{addr}], {{{', '.join(ctx.r[val])}}};")
+    ok = "!" + ok
   for i, v in enumerate(ctx.r[val]):
-    ctx.lines.append(f"  {'@'+ctx.r[gate][0]+' ' if gate is not None else ''}st.{space}.{mtype(dt)} [{addr}+{i*dt.itemsize}], {to_bits(ctx, v, dt)};")
+    pred = f"@{ok} " if ok is not None else f"@{ctx.r[gate][0]} " if gate is not None else ""
+    ctx.lines.append(f"  {pred}st.{space}.{mtype(dt)} [{addr}+{i*dt.itemsize}], {to_bits(ctx, v, dt)};")
   return []
 
 def render_index(ctx:PTXCtx, x:UOp) -> list[str]:
@@ -297,6 +313,7 @@ class PTXRenderer(Renderer):
   local_max = (1024, 1024, 64)
   shared_max = 49152
   dtypes_supported = frozenset(DTYPES_DICT.values())
+  vector_alu_lanes = 4   # the expander makes vector loads and stores (ld/st .v4), and vector float math, rendered lane by lane
   # what is written out above; exp2, log2, sin, pow are decomposed into exact polynomials (PTX has only approximate ones)
   code_for_op = {op: lambda *a, dtype: "" for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE,
                  Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.TRUNC, Ops.WHERE, Ops.MULACC)}
