@@ -304,3 +304,20 @@ def test_jit_replays_one_cuda_graph(stub_cuda, monkeypatch):
   # one graph of the three kernels, instantiated once; new input buffers update the nodes that read them
   assert (stat("graphs"), stat("nodes"), stat("instantiated"), stat("graph_launches")) == (1, 3, 1, 3) and stat("node_updates") >= 3
   dev.synchronize()
+
+@needs_nvrtc
+def test_cuda_graph_updates_variables(stub_cuda, monkeypatch):
+  import ctypes
+  from tinygrad import TinyJit, Variable
+  from tinygrad.runtime.ops_cuda import CUDADevice
+  monkeypatch.setitem(Device._opened, "CUDA", CUDADevice("CUDA"))
+  @TinyJit
+  def f(a:Tensor, n) -> Tensor: return ((a.shrink(((0, n), None)) + 1).contiguous() * 2).contiguous().sum(0).contiguous()
+  stat = lambda name: ctypes.c_int.in_dll(stub_cuda, name).value  # noqa: E731
+  a, v = Tensor(np.ones((16, 4), np.float32), device="CUDA").realize(), Variable("n", 1, 16)
+  updates = []
+  for i in range(5):
+    f(a, v.bind(i + 3))
+    updates.append(stat("node_updates"))
+  # the same buffers every call: only the nodes whose launch takes n change, on every replay
+  assert stat("graph_launches") == 3 and updates[2] < updates[3] < updates[4]
