@@ -241,7 +241,8 @@ int cuGraphCreate(void **g, unsigned f) { *g = (void*)6; graphs++; return 0; }
 int cuGraphAddKernelNode(void **n, void *g, void **deps, size_t nd, KNP *p) {
   if (nodes > 0 && (nd != 1 || deps[0] != (void*)(size_t)(100 + nodes - 1))) return 1;   /* a chain in launch order */
   node_args[nodes][0] = *(u64*)p->params[0]; node_args[nodes][1] = *(u64*)p->params[1]; *n = (void*)(size_t)(100 + nodes++); return 0; }
-int cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { *e = (void*)7; instantiated++; return 0; }
+int graph_fail;   /* set: instantiating fails, as on a driver without graphs */
+int cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { if (graph_fail) return 801; *e = (void*)7; instantiated++; return 0; }
 int cuGraphLaunch(void *e, void *s) { graph_launches++; return 0; }
 int cuGraphExecKernelNodeSetParams(void *e, void *n, KNP *p) {
   node_updates++; node_args[(size_t)n - 100][0] = *(u64*)p->params[0]; node_args[(size_t)n - 100][1] = *(u64*)p->params[1]; return 0; }
@@ -321,3 +322,18 @@ def test_cuda_graph_updates_variables(stub_cuda, monkeypatch):
     updates.append(stat("node_updates"))
   # the same buffers every call: only the nodes whose launch takes n change, on every replay
   assert stat("graph_launches") == 3 and updates[2] < updates[3] < updates[4]
+
+@needs_nvrtc
+def test_cuda_graph_falls_back_to_launches(stub_cuda, monkeypatch):
+  import ctypes
+  from tinygrad import TinyJit
+  from tinygrad.runtime.ops_cuda import CUDADevice
+  monkeypatch.setitem(Device._opened, "CUDA", CUDADevice("CUDA"))
+  ctypes.c_int.in_dll(stub_cuda, "graph_fail").value = 1
+  @TinyJit
+  def f(a:Tensor) -> Tensor: return ((a + 1).contiguous() * 2).contiguous()
+  a = Tensor(np.ones(8, np.float32), device="CUDA").realize()
+  for _ in range(3): f(a)
+  # the replay launches both kernels one by one through the engine's GraphRunner
+  assert type(f.jit_cache[0].prg).__name__ == "GraphRunner" and ctypes.c_int.in_dll(stub_cuda, "graph_launches").value == 0
+  assert ctypes.c_int.in_dll(stub_cuda, "launches").value == 6

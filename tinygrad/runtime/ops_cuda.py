@@ -4,7 +4,7 @@ from __future__ import annotations
 import ctypes, ctypes.util, functools
 from typing import Any, Callable, cast
 from tinygrad.device import Compiled, LRUAllocator, BufferSpec, DeviceUnavailable
-from tinygrad.helpers import flat_mv
+from tinygrad.helpers import DEBUG, flat_mv
 from tinygrad.renderer.cstyle import CUDARenderer
 from tinygrad.renderer.ptx import PTXRenderer
 from tinygrad.runtime.support.compiler_cuda import NVRTCCompiler, PTXCompiler, PTX
@@ -89,8 +89,12 @@ class KernelNodeParams(ctypes.Structure):   # CUDA_KERNEL_NODE_PARAMS (v1)
 def CUDAGraph(jit_cache:list, input_rawbuffers:list, var_vals:dict) -> Any:
   """TinyJit's graph runner for CUDA (Compiled.graph): a run of captured kernels becomes one CUDA graph, a chain of kernel nodes in launch
   order, instantiated once; a replay updates the nodes whose input buffers or variable values changed (cuGraphExecKernelNodeSetParams) and
-  submits the whole graph with one cuGraphLaunch."""
-  return _graph_runner()(jit_cache, input_rawbuffers, var_vals)
+  submits the whole graph with one cuGraphLaunch. A driver that can't build the graph gets the engine's host-side GraphRunner instead."""
+  try: return _graph_runner()(jit_cache, input_rawbuffers, var_vals)
+  except RuntimeError as e:
+    if DEBUG >= 1: print(f"CUDA graph not built ({e}): the kernels are launched one by one")
+    from tinygrad.engine.jit import GraphRunner
+    return GraphRunner(jit_cache, input_rawbuffers, var_vals)
 
 @functools.cache
 def _graph_runner() -> type:

@@ -11,9 +11,10 @@ METAL_TYPES = _SCALARS | {f"{p}{s}{n}" for p in ("", "packed_") for s in _SCALAR
               {f"simdgroup_{s}8x8" for s in ("float", "half", "bfloat")} | {"void"}
 _KEYWORDS = {"kernel", "device", "constant", "threadgroup", "thread", "const", "for", "if", "else", "while", "return", "using", "namespace",
              "metal", "true", "false", "__attribute__", "aligned", "mem_flags", "mem_threadgroup", "precise", "fast"}
-_FUNCTIONS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "pow", "trunc", "floor", "ceil", "rint", "fabs", "abs", "max",
-              "min", "fmax", "fmin", "fma", "select", "isnan", "isinf", "as_type", "threadgroup_barrier", "simdgroup_multiply_accumulate",
-              "INFINITY", "NAN", "MAXFLOAT"}
+# Metal's standard library functions (metal_stdlib) a renderer may call
+_FUNCTIONS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "pow", "powr", "trunc", "floor", "ceil", "rint", "round", "fabs",
+              "abs", "max", "min", "fmax", "fmin", "fma", "fmod", "copysign", "clamp", "select", "isnan", "isinf", "isfinite", "signbit", "as_type",
+              "threadgroup_barrier", "simdgroup_multiply_accumulate", "INFINITY", "NAN", "MAXFLOAT"}
 _POSITIONS = {"threadgroup_position_in_grid", "thread_position_in_threadgroup", "thread_position_in_grid", "threads_per_threadgroup",
               "threadgroups_per_grid", "thread_index_in_simdgroup", "simdgroup_index_in_threadgroup"}
 FOREIGN = ["__global", "__shared__", "__syncthreads", "get_local_id", "get_group_id", "blockIdx", "threadIdx", "__builtin_amdgcn", "__ockl",
