@@ -142,7 +142,7 @@ def test_compile_cli(tmp_path):
                        capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "CPU": "1"})
   assert out.returncode == 0, out.stdout + out.stderr
   line = next(x for x in out.stdout.splitlines() if x.startswith("CUDA:sm_80"))
-  assert line.split()[1:] == ["1", "1", "0", "0"]
+  assert line.split()[1:5] == ["1", "1", "0", "0"]
 
 def test_ptx_renderer_numbers():
   # the PTX literals: floats in hex (exact, inf and nan too), unsigned ints wrapped

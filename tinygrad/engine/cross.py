@@ -3,7 +3,7 @@ lowers for a device is also optimized, rendered and compiled for each target, an
 file CROSS_COMPILE_LOG names (many test processes may append to it); summarize() counts them per target and groups failures by reason.
 `python -m tinygrad.device --compile TARGETS` runs the op suite this way and prints the summary."""
 from __future__ import annotations
-import hashlib, json, os, pathlib, re, subprocess, sys, tempfile
+import hashlib, json, os, pathlib, re, subprocess, sys, tempfile, time
 from collections import defaultdict
 from tinygrad.uop.ops import UOp
 from tinygrad.device import Compiler
@@ -32,6 +32,7 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
       try: made = _made[(target.name, arch)] = (target.renderer(arch), target.compiler(arch))
       except Exception as e: made = _made[(target.name, arch)] = f"{type(e).__name__}: {e}".splitlines()[0]
     rec: dict = {"target": f"{target.name}:{arch}", "kernel": hashlib.sha256(str(ast).encode()).hexdigest()[:16]}
+    st = time.perf_counter()
     try:
       if isinstance(made, str): raise RuntimeError(made)
       renderer, compiler = made
@@ -48,6 +49,7 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
         with Context(BEAM=0): prg = _rendered[rkey] = get_program(ast, renderer)
       rec |= {"name": prg.name, "kernel": hashlib.sha256(prg.src.encode()).hexdigest()[:16]}
       rec["bytes"] = len(compiler.compile_cached(prg.src))
+      rec["s"] = round(time.perf_counter() - st, 4)   # rendering (the first arch of a source) and compiling
     except Exception as e:
       rec |= {"error": reason_of(e), "detail": str(e)[:4000]}
       if getenv("CROSS_COMPILE_RAISE"): raise
@@ -67,11 +69,12 @@ def summarize(log:str) -> tuple[str, int]:
       try: rec = json.loads(line)
       except ValueError: continue
       results[rec["target"]].setdefault(rec["kernel"], rec)
-  out, failed = ["target          kernels  compiled  failed  skipped (dtype the target lacks)"], 0
+  out, failed = ["target          kernels  compiled  failed  skipped (dtype the target lacks)  seconds"], 0
   for target, recs in sorted(results.items()):
     bad, skipped = [r for r in recs.values() if "error" in r], [r for r in recs.values() if "skipped" in r]
     failed += len(bad)
-    out.append(f"{target:15s} {len(recs):7d}  {len(recs)-len(bad)-len(skipped):8d}  {len(bad):6d}  {len(skipped):7d}")
+    secs = sum(r.get("s", 0) for r in recs.values())
+    out.append(f"{target:15s} {len(recs):7d}  {len(recs)-len(bad)-len(skipped):8d}  {len(bad):6d}  {len(skipped):7d}{secs:37.0f}")
   for target, recs in sorted(results.items()):
     by_reason: dict[str, list[dict]] = defaultdict(list)
     for r in recs.values():
