@@ -36,15 +36,17 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
     try:
       if isinstance(made, str): raise RuntimeError(made)
       renderer, compiler = made
-      # a kernel of a dtype the target doesn't compute (fp8 on PTX) is not for it: counted as skipped, not as a failure
-      if (bad := sorted({str(d) for u in ast.toposort() if (d := u.dtype.base.scalar()) != dtypes.void and not renderer.supports_dtype(d)})):
+      # a kernel of a dtype the target doesn't compute (double on METAL) is not for it: counted as skipped, not as a failure
+      dts = {u.dtype.base.scalar() for u in ast.toposort()} - {dtypes.void}
+      if (bad := sorted(str(d) for d in dts if not renderer.supports_dtype(d))):
         rec["name"], rec["skipped"] = ast.arg.name if getattr(ast.arg, "name", None) else "kernel", f"{target.name} has no {', '.join(bad)}"
         _write(log, rec)
         continue
       # the target's own heuristics pick the opts (its locals, tensor cores, upcasts); BEAM would need the hardware to time on
-      # archs of one renderer class with the same tensor cores and fp8 conversions render the same source (PTXCompiler sets
-      # .target): it is rendered once
-      rkey = (type(renderer), tuple(tc.name for tc in renderer.tensor_cores), getattr(renderer, "fp8_cvt", None), ast)
+      # archs of one renderer class with the same tensor cores (and, for fp8 kernels, fp8 conversions) render the same source
+      # (PTXCompiler sets .target): it is rendered once
+      fp8_cvt = getattr(renderer, "fp8_cvt", None) if dts & set(dtypes.fp8s) else None
+      rkey = (type(renderer), tuple(tc.name for tc in renderer.tensor_cores), fp8_cvt, ast)
       if (prg := _rendered.get(rkey)) is None:
         with Context(BEAM=0): prg = _rendered[rkey] = get_program(ast, renderer)
       rec |= {"name": prg.name, "kernel": hashlib.sha256(prg.src.encode()).hexdigest()[:16]}
