@@ -179,3 +179,18 @@ def test_fp8_kernels_compile(arch):
   for ast in (si.ast for o in outs for si in o.schedule() if si.ast.op is Ops.SINK):
     p = get_program(ast, AMDLLVMRenderer(arch))
     assert _is_code_object(AMDLLVMCompiler(arch).compile(p.src), p.name)
+
+@needs_amd_llvm
+def test_cross_compile_renders_once_where_archs_agree(tmp_path, monkeypatch):
+  # AMD:gfx90a and AMD:gfx1100 share a kernel's LLVM IR (the compiler sets the arch) unless their tensor cores (MFMA, WMMA) apply to it
+  import json
+  from tinygrad.engine import cross
+  monkeypatch.setattr(cross, "_seen", set())
+  h = Tensor.empty(32, 64, dtype=dtypes.half, device=DEV)
+  log = str(tmp_path / "log.jsonl")
+  for t in ((h.reshape(32, 1, 64) * h.reshape(1, 32, 64)).sum(-1, dtype=dtypes.float), h.float().exp() + 1):
+    for si in t.schedule(): cross.cross_compile(si.ast, "AMD:gfx90a,AMD:gfx1100", log)
+  recs = [json.loads(x) for x in open(log)]
+  assert all("error" not in r for r in recs) and len(recs) == 4
+  (mm90, mm11), (ew90, ew11) = [(recs[i]["kernel"], recs[i + 1]["kernel"]) for i in (0, 2)]
+  assert mm90 != mm11 and ew90 == ew11

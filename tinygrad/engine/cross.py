@@ -5,7 +5,7 @@ file CROSS_COMPILE_LOG names (many test processes may append to it); summarize()
 from __future__ import annotations
 import hashlib, json, os, pathlib, re, subprocess, sys, tempfile, time
 from collections import defaultdict
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, Ops
 from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context, getenv
@@ -43,10 +43,11 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
         _write(log, rec)
         continue
       # the target's own heuristics pick the opts (its locals, tensor cores, upcasts); BEAM would need the hardware to time on
-      # archs of one renderer class with the same tensor cores (and, for fp8 kernels, fp8 conversions) render the same source
-      # (PTXCompiler sets .target): it is rendered once
-      fp8_cvt = getattr(renderer, "fp8_cvt", None) if dts & set(dtypes.fp8s) else None
-      rkey = (type(renderer), tuple(tc.name for tc in renderer.tensor_cores), fp8_cvt, ast)
+      # archs of one renderer class render the same source (the compiler sets the arch: PTX's .target, LLVM's target cpu) unless
+      # their tensor cores (whole: MFMA and WMMA share a name) differ on a reduce of their input dtype, or their fp8 conversions on an
+      # fp8 kernel: it is rendered once
+      tcs = tuple(tc for tc in renderer.tensor_cores if tc.dtype_in in dts) if any(u.op is Ops.REDUCE_AXIS for u in ast.toposort()) else ()
+      rkey = (type(renderer), tcs, getattr(renderer, "fp8_cvt", None) if dts & set(dtypes.fp8s) else None, ast)
       if (prg := _rendered.get(rkey)) is None:
         with Context(BEAM=0): prg = _rendered[rkey] = get_program(ast, renderer)
       rec |= {"name": prg.name, "kernel": hashlib.sha256(prg.src.encode()).hexdigest()[:16]}
