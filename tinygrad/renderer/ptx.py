@@ -232,7 +232,8 @@ def render_index(ctx:PTXCtx, x:UOp) -> list[str]:
 def render_range(ctx:PTXCtx, x:UOp) -> list[str]:
   n, t = ctx.label(), rtype(x.dtype)
   i = ctx.emit(x.dtype, f"mov.{bits(x.dtype)}", "0")
-  ctx.lines += [f"LOOP_{n}:", f"  @{ctx.emit(dtypes.bool, f'setp.ge.{t}', i, ctx.r[x.src[0]][0])} bra EXIT_{n};"]
+  ctx.lines.append(f"LOOP_{n}:")   # the exit test is inside the loop, after the label (emit appends its line as it is called)
+  ctx.lines.append(f"  @{ctx.emit(dtypes.bool, f'setp.ge.{t}', i, ctx.r[x.src[0]][0])} bra EXIT_{n};")
   ctx.loops[x] = n
   return [i]
 
