@@ -10,7 +10,7 @@ from tinygrad.renderer.ptx import PTXRenderer
 from tinygrad.uop import Ops
 from test.ptx_interp import Kernel, Memory
 
-def run_ptx(out:Tensor, arch:str="sm_80", skew:int=0) -> np.ndarray:
+def run_ptx(out:Tensor, arch:str="sm_80", skew:int=0, opts:list|None=None) -> np.ndarray:
   """Realize out by running its kernels' PTX in the interpreter; the inputs must be realized."""
   sched = out.schedule()
   mem, addrs = Memory(), {}
@@ -23,7 +23,7 @@ def run_ptx(out:Tensor, arch:str="sm_80", skew:int=0) -> np.ndarray:
   kernels = 0
   for si in sched:
     assert si.ast.op is Ops.SINK, f"not a kernel: {si.ast.op}"
-    p = get_program(si.ast, PTXRenderer(arch))
+    p = get_program(si.ast, PTXRenderer(arch), opts)
     Kernel(p.src).run(mem, [addr_of(si.bufs[i]) for i in p.globals], tuple(p.global_size or (1,)), tuple(p.local_size) if p.local_size else None)
     kernels += 1
   ob = sched[-1].bufs[0]
@@ -69,3 +69,27 @@ def test_vector_loads_are_used():
   a = _data((8, 16), dtypes.float32)
   src = get_program((a * 2).schedule()[-1].ast, PTXRenderer("sm_80")).src
   assert "ld.global.v4.f32" in src and "st.global.v4.f32" in src
+
+def test_locals_and_barriers():
+  # a grouped reduce: 16 threads of a block each sum a part into shared memory, meet at bar.sync, and one adds the parts
+  from tinygrad.opt.kernel import Opt, OptOps
+  x = _data((4, 256), dtypes.float32)
+  got = run_ptx(x.sum(1), opts=[Opt(OptOps.GROUPTOP, 0, 16)]).view(np.float32)
+  src = get_program(x.sum(1).schedule()[-1].ast, PTXRenderer("sm_80"), [Opt(OptOps.GROUPTOP, 0, 16)]).src
+  assert "bar.sync" in src and ".shared" in src
+  np.testing.assert_allclose(got, x.numpy().sum(1), rtol=1e-5)
+
+def test_symbolic_shapes():
+  from tinygrad import Variable
+  x = _data((16, 8), dtypes.float32)
+  v = Variable("n", 1, 16).bind(5)
+  out = (x.shrink(((0, v), None)) * 2).sum(0)
+  sched, var_vals = out.schedule_with_vars()
+  p = get_program(sched[-1].ast, PTXRenderer("sm_80"))
+  mem = Memory()
+  bufs = [bytearray(sched[-1].bufs[i].nbytes) if i == 0 else bytearray(sched[-1].bufs[i].as_buffer()) for i in range(len(sched[-1].bufs))]
+  addrs = [mem.add(b) for b in bufs]
+  vals = [var_vals[u] for u in p.vars]
+  gs, ls = p.launch_dims(var_vals)
+  Kernel(p.src).run(mem, [addrs[i] for i in p.globals] + vals, tuple(gs), tuple(ls) if ls else None)
+  np.testing.assert_allclose(np.frombuffer(bytes(bufs[0]), np.float32), x.numpy()[:5].sum(0) * 2, rtol=1e-6)
