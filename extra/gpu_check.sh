@@ -18,9 +18,10 @@ stage() {  # stage NAME SECONDS CMD...: run with a time limit, keep its output, 
 stage install 120 python3 -m pip install -q -e '.[testing,cuda]'
 stage devices 60 python3 -m tinygrad.device
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null || true
-# the tests without the device fixture run on the default device; the fixture's own devices (CPU, PYTHON, LLVM, GPU) are deselected
+# the tests without the device fixture run on the default device (test_jit.py: TinyJit replays through CUDA graphs); the fixture's own
+# devices (CPU, PYTHON, LLVM, GPU) are deselected
 OPS="test/test_tensor_ops.py test/test_tensor_math.py test/test_tensor_reduce.py test/test_tensor_processing.py test/test_tensor_indexing.py
-     test/test_tensor_creation.py test/test_tensor_dtypes.py test/test_tensor_cores.py test/test_cuda.py"
+     test/test_tensor_creation.py test/test_tensor_dtypes.py test/test_tensor_cores.py test/test_cuda.py test/test_jit.py"
 SEL="not CPU and not PYTHON and not LLVM and not GPU"
 # shellcheck disable=SC2086
 stage ops_cuda 150 env CUDA=1 python3 -m pytest -n "$WORKERS" -q -p no:cacheprovider $OPS -k "$SEL"

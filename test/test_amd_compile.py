@@ -148,3 +148,49 @@ def test_hip_tensor_cores_compile_with_clang(arch, instr):
                         "-"], input=p.src.encode(), capture_output=True)
   assert ret.returncode == 0 and instr in ret.stdout.decode(), ret.stderr.decode()[:2000]
   assert AMDRenderer("gfx1030").tensor_cores == []
+
+def _llvm_missing() -> bool:
+  try: Device["LLVM"]
+  except Exception: return True
+  return False
+
+@pytest.mark.skipif(_llvm_missing(), reason="needs libLLVM (the LLVM device)")
+@pytest.mark.parametrize("dt", dtypes.fp8s, ids=str)
+def test_fp8_rules_run_on_llvm(dt):
+  # the LLVM renderer's fp8 conversions (AMD's too) run on the CPU through the LLVM device: every code decodes and a wide spread of floats
+  # (subnormals, ties, overflow) encodes bit for bit as the C renderer's (CPU's), vectors and scalars alike
+  import numpy as np
+  rng = np.random.default_rng(0)
+  f = np.concatenate([rng.standard_normal(4096).astype(np.float32) * s for s in (1e-5, 1e-2, 1, 300, 1e5)] +
+                     [np.array([0, -0.0, np.inf, -np.inf, np.nan, 448, 464, 61440, 57344, 2**-9, 3 * 2**-10], np.float32)])
+  codes = np.arange(256, dtype=np.uint8)
+  for x, fn in ((codes, lambda t: t.bitcast(dt).float()), (f, lambda t: t.cast(dt).bitcast(dtypes.uint8)), (f, lambda t: t.cast(dt) * 3)):
+    got, want = fn(Tensor(x, device="LLVM")).numpy(), fn(Tensor(x, device="CPU")).numpy()
+    np.testing.assert_array_equal(got.view(np.uint8) if got.dtype.itemsize == 1 else got, want.view(np.uint8) if want.dtype.itemsize == 1 else want)
+
+@needs_amd_llvm
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx1100"])
+def test_fp8_kernels_compile(arch):
+  from tinygrad.runtime.support.compiler_amd import AMDLLVMCompiler
+  outs = []
+  for dt in dtypes.fp8s:
+    a, b, i = Tensor.empty(64, device=DEV), Tensor.empty(64, dtype=dt, device=DEV), Tensor.empty(64, dtype=dtypes.int8, device=DEV)
+    outs += [a.cast(dt), b.float(), b + b, (b * 2).sum(), b.cast(dtypes.half), i.bitcast(dt), (b > 0).where(b, 0)]
+  for ast in (si.ast for o in outs for si in o.schedule() if si.ast.op is Ops.SINK):
+    p = get_program(ast, AMDLLVMRenderer(arch))
+    assert _is_code_object(AMDLLVMCompiler(arch).compile(p.src), p.name)
+
+@needs_amd_llvm
+def test_cross_compile_renders_once_where_archs_agree(tmp_path, monkeypatch):
+  # AMD:gfx90a and AMD:gfx1100 share a kernel's LLVM IR (the compiler sets the arch) unless their tensor cores (MFMA, WMMA) apply to it
+  import json
+  from tinygrad.engine import cross
+  monkeypatch.setattr(cross, "_seen", set())
+  h = Tensor.empty(32, 64, dtype=dtypes.half, device=DEV)
+  log = str(tmp_path / "log.jsonl")
+  for t in ((h.reshape(32, 1, 64) * h.reshape(1, 32, 64)).sum(-1, dtype=dtypes.float), h.float().exp() + 1):
+    for si in t.schedule(): cross.cross_compile(si.ast, "AMD:gfx90a,AMD:gfx1100", log)
+  recs = [json.loads(x) for x in open(log)]
+  assert all("error" not in r for r in recs) and len(recs) == 4
+  (mm90, mm11), (ew90, ew11) = [(recs[i]["kernel"], recs[i + 1]["kernel"]) for i in (0, 2)]
+  assert mm90 != mm11 and ew90 == ew11

@@ -142,7 +142,7 @@ def test_compile_cli(tmp_path):
                        capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "CPU": "1"})
   assert out.returncode == 0, out.stdout + out.stderr
   line = next(x for x in out.stdout.splitlines() if x.startswith("CUDA:sm_80"))
-  assert line.split()[1:] == ["1", "1", "0", "0"]
+  assert line.split()[1:5] == ["1", "1", "0", "0"]
 
 def test_ptx_renderer_numbers():
   # the PTX literals: floats in hex (exact, inf and nan too), unsigned ints wrapped
@@ -150,6 +150,17 @@ def test_ptx_renderer_numbers():
   assert pconst(1.0, dtypes.float32) == "0f3F800000" and pconst(float("inf"), dtypes.float32) == "0f7F800000"
   assert pconst(1.0, dtypes.float64) == "0d3FF0000000000000" and pconst(-1, dtypes.uint32) == "4294967295"
   assert np.float32(np.frombuffer(bytes.fromhex(pconst(0.1, dtypes.half)[2:])[::-1], np.float32)[0]) == np.float32(np.float16(0.1))
+
+def test_ptx_vector_loads_and_stores():
+  # float4 where the element index is a multiple of 4 (behind a runtime check of the address's alignment, a sub-buffer's offset may break
+  # it), scalar where it isn't (a view starting at element 1)
+  a, b = Tensor.empty(32, 36, device="PYTHON"), Tensor.empty(32, 36, device="PYTHON")
+  src = {name: get_program(asts(t)[-1], PTXRenderer("sm_80")).src for name, t in (("aligned", a * b + 1), ("offset", a[:, 1:33] + 1))}
+  assert src["aligned"].count("ld.global.v4.f32") == 2 and src["aligned"].count("st.global.v4.f32") == 1
+  assert "@!%p0 ld.global.f32" in src["aligned"] and "and.b64" in src["aligned"]
+  assert "ld.global.v4" not in src["offset"] and "ld.global.f32" in src["offset"] and "st.global.v4.f32" in src["offset"]
+  if _have(compiler_cuda.ptxas):
+    for s in src.values(): assert PTXCompiler("sm_80").compile(s)[:4] == b"\x7fELF"
 
 # ***** the opts CUDA's heuristics pick, run on the PYTHON emulator (EMULATE=CUDA), then compiled for real with the same opts *****
 
@@ -223,6 +234,20 @@ int cuEventSynchronize(void *e) { return 0; }
 int cuEventElapsedTime(float *ms, void *a, void *b) { *ms = 1.5f; return 0; }
 int cuEventDestroy_v2(void *e) { return 0; }
 int cuGetErrorString(int e, const char **s) { *s = e == 200 ? "CUDA_ERROR_INVALID_IMAGE" : "error"; return 0; }
+/* graphs: nodes are 100, 101, ...; each node's first two kernel arguments as last set */
+typedef struct { void *func; unsigned dims[6]; unsigned shared; void **params; void **extra; } KNP;
+int graphs, nodes, instantiated, graph_launches, node_updates; u64 node_args[64][2];
+int cuGraphCreate(void **g, unsigned f) { *g = (void*)6; graphs++; return 0; }
+int cuGraphAddKernelNode(void **n, void *g, void **deps, size_t nd, KNP *p) {
+  if (nodes > 0 && (nd != 1 || deps[0] != (void*)(size_t)(100 + nodes - 1))) return 1;   /* a chain in launch order */
+  node_args[nodes][0] = *(u64*)p->params[0]; node_args[nodes][1] = *(u64*)p->params[1]; *n = (void*)(size_t)(100 + nodes++); return 0; }
+int graph_fail;   /* set: instantiating fails, as on a driver without graphs */
+int cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { if (graph_fail) return 801; *e = (void*)7; instantiated++; return 0; }
+int cuGraphLaunch(void *e, void *s) { graph_launches++; return 0; }
+int cuGraphExecKernelNodeSetParams(void *e, void *n, KNP *p) {
+  node_updates++; node_args[(size_t)n - 100][0] = *(u64*)p->params[0]; node_args[(size_t)n - 100][1] = *(u64*)p->params[1]; return 0; }
+int cuGraphExecDestroy(void *e) { return 0; }
+int cuGraphDestroy(void *g) { return 0; }
 """
 
 @pytest.fixture
@@ -259,3 +284,56 @@ def test_runtime_against_stub_libcuda(stub_cuda):
   assert ctypes.c_uint64.in_dll(stub_cuda, "arg0").value == buf
   with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_IMAGE"): CUDAProgram(dev, "k", b"not a cubin")
   with pytest.raises(MemoryError): dev.allocator._alloc(1 << 41, None)
+
+@needs_nvrtc
+def test_jit_replays_one_cuda_graph(stub_cuda, monkeypatch):
+  import ctypes
+  from tinygrad import TinyJit
+  from tinygrad.runtime.ops_cuda import CUDADevice
+  monkeypatch.setitem(Device._opened, "CUDA", dev := CUDADevice("CUDA"))
+  @TinyJit
+  def f(a:Tensor, b:Tensor) -> Tensor: return (((a + b).contiguous() * 2).contiguous() + a).contiguous()
+  stat = lambda name: ctypes.c_int.in_dll(stub_cuda, name).value  # noqa: E731
+  for i in range(5):
+    a, b = (Tensor(np.full((8, 8), i + j, np.float32), device="CUDA").realize() for j in range(2))
+    before = (stat("launches"), stat("graph_launches"))
+    f(a, b)
+    if i >= 2:   # replays: one graph launch, no kernel launches; the first node reads this call's a and b
+      assert (stat("launches"), stat("graph_launches")) == (before[0], before[1] + 1)
+      assert list((ctypes.c_uint64 * 2).in_dll(stub_cuda, "node_args")) [1] == a.uop.base.realized._buf
+  assert len(f.jit_cache) == 1 and type(f.jit_cache[0].prg).__name__ == "CUDAGraphRunner"
+  # one graph of the three kernels, instantiated once; new input buffers update the nodes that read them
+  assert (stat("graphs"), stat("nodes"), stat("instantiated"), stat("graph_launches")) == (1, 3, 1, 3) and stat("node_updates") >= 3
+  dev.synchronize()
+
+@needs_nvrtc
+def test_cuda_graph_updates_variables(stub_cuda, monkeypatch):
+  import ctypes
+  from tinygrad import TinyJit, Variable
+  from tinygrad.runtime.ops_cuda import CUDADevice
+  monkeypatch.setitem(Device._opened, "CUDA", CUDADevice("CUDA"))
+  @TinyJit
+  def f(a:Tensor, n) -> Tensor: return ((a.shrink(((0, n), None)) + 1).contiguous() * 2).contiguous().sum(0).contiguous()
+  stat = lambda name: ctypes.c_int.in_dll(stub_cuda, name).value  # noqa: E731
+  a, v = Tensor(np.ones((16, 4), np.float32), device="CUDA").realize(), Variable("n", 1, 16)
+  updates = []
+  for i in range(5):
+    f(a, v.bind(i + 3))
+    updates.append(stat("node_updates"))
+  # the same buffers every call: only the nodes whose launch takes n change, on every replay
+  assert stat("graph_launches") == 3 and updates[2] < updates[3] < updates[4]
+
+@needs_nvrtc
+def test_cuda_graph_falls_back_to_launches(stub_cuda, monkeypatch):
+  import ctypes
+  from tinygrad import TinyJit
+  from tinygrad.runtime.ops_cuda import CUDADevice
+  monkeypatch.setitem(Device._opened, "CUDA", CUDADevice("CUDA"))
+  ctypes.c_int.in_dll(stub_cuda, "graph_fail").value = 1
+  @TinyJit
+  def f(a:Tensor) -> Tensor: return ((a + 1).contiguous() * 2).contiguous()
+  a = Tensor(np.ones(8, np.float32), device="CUDA").realize()
+  for _ in range(3): f(a)
+  # the replay launches both kernels one by one through the engine's GraphRunner
+  assert type(f.jit_cache[0].prg).__name__ == "GraphRunner" and ctypes.c_int.in_dll(stub_cuda, "graph_launches").value == 0
+  assert ctypes.c_int.in_dll(stub_cuda, "launches").value == 6

@@ -8,7 +8,7 @@ from tinygrad import Tensor, dtypes, Variable
 from tinygrad.codegen.program import get_program
 from tinygrad.renderer import Renderer, ProgramSpec
 from tinygrad.renderer.cstyle import MetalRenderer
-from tinygrad.device import Compiler, CompileError
+from tinygrad.runtime.support.metal_check import metal_source_errors, MetalSourceCheck  # noqa: F401  (the tests import it from here)
 from tinygrad.uop import Ops
 
 DEV = "PYTHON"   # the ASTs come from scheduling on the emulator, which has workgroups like the GPUs
@@ -71,45 +71,12 @@ def lower_all(ren:Renderer, check:Callable[[ProgramSpec], None]) -> tuple[int, l
     else: ok += 1
   return ok, failed
 
-# ***** METAL has no compiler here: its source is checked for structure *****
-
-_SCALARS = {"float", "half", "bfloat", "int", "uint", "char", "uchar", "short", "ushort", "long", "ulong", "bool"}
-METAL_TYPES = _SCALARS | {f"{s}{n}" for s in _SCALARS for n in (2, 3, 4)}
-FOREIGN = ["__global", "__shared__", "__syncthreads", "get_local_id", "get_group_id", "blockIdx", "threadIdx", "__builtin_amdgcn", "__ockl",
-           "OPENCL", "_Float16", "__bf16", "unsigned short", "vload", "vstore"]
+# ***** METAL has no compiler here: its source is checked for structure (tinygrad/runtime/support/metal_check.py) *****
 
 def metal_structure_errors(p:ProgramSpec) -> list[str]:
-  """What is wrong with the structure of a program's Metal source (uops None: its buffers aren't compared with the program's)."""
-  src, errs = p.src, []
-  stack: list[str] = []
-  for ch in src:
-    if ch in "({[": stack.append(ch)
-    elif ch in ")}]":
-      if not stack or "({["[")}]".index(ch)] != stack.pop(): return [f"unbalanced {ch!r}"]
-  if stack: errs.append(f"unclosed {''.join(stack)!r}")
-  heads = re.findall(r"kernel void (\w+)\((.*)\) \{", src)
-  if len(heads) != 1 or heads[0][0] != p.name: return errs + [f"expected one kernel {p.name}, found {[h[0] for h in heads]}"]
-  params = re.findall(r"device (?:const )?(\w+)\* (data\d+)", heads[0][1])
-  bufs = sorted((u for u in p.uops or [] if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg)
-  want = [(MetalRenderer().render_dtype(u.dtype.base, mem=True), f"data{u.arg}") for u in bufs]
-  if p.uops is not None and params != want: errs.append(f"buffers declared {params}, the program has {want}")
-  declared = {n for _, n in params}
-  if (undeclared := set(re.findall(r"\bdata\d+\b", src)) - declared): errs.append(f"buffers used but not declared: {sorted(undeclared)}")
-  if re.search(r"\bdouble\b", src): errs.append("double (Metal has no 64-bit float)")
-  if (lits := re.findall(r"(?<![\w.])\d+\.\d*(?:e[+-]?\d+)?(?![\w.])", src)): errs.append(f"unsuffixed float literals (double in C++): {lits[:3]}")
-  decls = re.findall(r"(?:const )?\b(\w+) (\w+) = ", src)
-  if (bad := {t for t, _ in decls if t not in METAL_TYPES}): errs.append(f"types Metal doesn't have: {sorted(bad)}")
-  names = [n for _, n in decls]
-  if len(names) != len(set(names)): errs.append("a name declared twice")
-  errs += [f"foreign spelling {f!r}" for f in FOREIGN if f in src]
-  smem = sum(int(n) * {"float": 4, "half": 2, "int": 4}.get(t, 4) for t, n in re.findall(r"threadgroup __attribute__\(\(aligned\(16\)\)\) (\w+) \w+\[(\d+)\];", src))
-  if smem > 32768: errs.append(f"{smem} bytes of threadgroup memory, Metal has 32768")
-  return errs
-
-class MetalSourceCheck(Compiler):
-  """compile(src) -> the source, after the structural checks (a CompileError lists what failed): METAL's stand-in compiler off macOS."""
-  def compile(self, src:str) -> bytes:
-    name = m.group(1) if (m := re.search(r"kernel void (\w+)\(", src)) else "?"
-    if (errs := metal_structure_errors(ProgramSpec(name, src, "METAL", None))):  # type: ignore[arg-type]
-      raise CompileError("Metal source check failed: " + "; ".join(errs) + "\nsource:\n" + "\n".join(f"{i:4d} {l}" for i, l in enumerate(src.splitlines(), 1)))
-    return src.encode()
+  """The library's structural checks of a program's Metal source, and its buffers declared as the program's uops say (when it has them)."""
+  errs = metal_source_errors(p.src, p.name)
+  params = re.findall(r"device (?:const )?(\w+)\* (data\d+)", p.src)
+  want = [(MetalRenderer().render_dtype(u.dtype.base, mem=True), f"data{u.arg}") for u in sorted((u for u in p.uops or [] if u.op is Ops.DEFINE_GLOBAL),
+                                                                                                  key=lambda u: u.arg)]
+  return errs + ([f"buffers declared {params}, the program has {want}"] if p.uops is not None and params != want else [])

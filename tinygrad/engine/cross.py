@@ -3,9 +3,9 @@ lowers for a device is also optimized, rendered and compiled for each target, an
 file CROSS_COMPILE_LOG names (many test processes may append to it); summarize() counts them per target and groups failures by reason.
 `python -m tinygrad.device --compile TARGETS` runs the op suite this way and prints the summary."""
 from __future__ import annotations
-import hashlib, json, os, pathlib, re, subprocess, sys, tempfile
+import hashlib, json, os, pathlib, re, subprocess, sys, tempfile, time
 from collections import defaultdict
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, Ops
 from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context, getenv
@@ -32,20 +32,27 @@ def cross_compile(ast:UOp, spec:str, log:str) -> None:
       try: made = _made[(target.name, arch)] = (target.renderer(arch), target.compiler(arch))
       except Exception as e: made = _made[(target.name, arch)] = f"{type(e).__name__}: {e}".splitlines()[0]
     rec: dict = {"target": f"{target.name}:{arch}", "kernel": hashlib.sha256(str(ast).encode()).hexdigest()[:16]}
+    st = time.perf_counter()
     try:
       if isinstance(made, str): raise RuntimeError(made)
       renderer, compiler = made
-      # a kernel of a dtype the target doesn't compute (fp8 on PTX) is not for it: counted as skipped, not as a failure
-      if (bad := sorted({str(d) for u in ast.toposort() if (d := u.dtype.base.scalar()) != dtypes.void and not renderer.supports_dtype(d)})):
+      # a kernel of a dtype the target doesn't compute (double on METAL) is not for it: counted as skipped, not as a failure
+      dts = {u.dtype.base.scalar() for u in ast.toposort()} - {dtypes.void}
+      if (bad := sorted(str(d) for d in dts if not renderer.supports_dtype(d))):
         rec["name"], rec["skipped"] = ast.arg.name if getattr(ast.arg, "name", None) else "kernel", f"{target.name} has no {', '.join(bad)}"
         _write(log, rec)
         continue
       # the target's own heuristics pick the opts (its locals, tensor cores, upcasts); BEAM would need the hardware to time on
-      # archs of one renderer class with the same tensor cores render the same source (PTXCompiler sets .target): it is rendered once
-      if (prg := _rendered.get(rkey := (type(renderer), tuple(tc.name for tc in renderer.tensor_cores), ast))) is None:
+      # archs of one renderer class render the same source (the compiler sets the arch: PTX's .target, LLVM's target cpu) unless
+      # their tensor cores (whole: MFMA and WMMA share a name) differ on a reduce of their input dtype, or their fp8 conversions on an
+      # fp8 kernel: it is rendered once
+      tcs = tuple(tc for tc in renderer.tensor_cores if tc.dtype_in in dts) if any(u.op is Ops.REDUCE_AXIS for u in ast.toposort()) else ()
+      rkey = (type(renderer), tcs, getattr(renderer, "fp8_cvt", None) if dts & set(dtypes.fp8s) else None, ast)
+      if (prg := _rendered.get(rkey)) is None:
         with Context(BEAM=0): prg = _rendered[rkey] = get_program(ast, renderer)
       rec |= {"name": prg.name, "kernel": hashlib.sha256(prg.src.encode()).hexdigest()[:16]}
       rec["bytes"] = len(compiler.compile_cached(prg.src))
+      rec["s"] = round(time.perf_counter() - st, 4)   # rendering (the first arch of a source) and compiling
     except Exception as e:
       rec |= {"error": reason_of(e), "detail": str(e)[:4000]}
       if getenv("CROSS_COMPILE_RAISE"): raise
@@ -65,11 +72,12 @@ def summarize(log:str) -> tuple[str, int]:
       try: rec = json.loads(line)
       except ValueError: continue
       results[rec["target"]].setdefault(rec["kernel"], rec)
-  out, failed = ["target          kernels  compiled  failed  skipped (dtype the target lacks)"], 0
+  out, failed = ["target          kernels  compiled  failed  skipped (dtype the target lacks)  seconds"], 0
   for target, recs in sorted(results.items()):
     bad, skipped = [r for r in recs.values() if "error" in r], [r for r in recs.values() if "skipped" in r]
     failed += len(bad)
-    out.append(f"{target:15s} {len(recs):7d}  {len(recs)-len(bad)-len(skipped):8d}  {len(bad):6d}  {len(skipped):7d}")
+    secs = sum(r.get("s", 0) for r in recs.values())
+    out.append(f"{target:15s} {len(recs):7d}  {len(recs)-len(bad)-len(skipped):8d}  {len(bad):6d}  {len(skipped):7d}{secs:37.0f}")
   for target, recs in sorted(results.items()):
     by_reason: dict[str, list[dict]] = defaultdict(list)
     for r in recs.values():

@@ -10,16 +10,16 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.tc import TensorCore, amd_tcs, amd_mfma_tcs
 from tinygrad.renderer.cstyle import with_sources, index_of, buffer_of, mem_gate, load_alt, _nonzero_const, _EXACT_OPS, _BOOL_OPS
 
-_STORED = (dtypes.float16, dtypes.bfloat16)   # i16 in memory, float in registers
+_STORED = (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s)   # i16 (fp8: i8) in memory, float in registers
 _INT = {1: "i8", 2: "i16", 4: "i32", 8: "i64"}
-_FLOAT = {dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "float", dtypes.bfloat16: "float"}
+_FLOAT = {dtypes.float32: "float", dtypes.float64: "double", **{d: "float" for d in _STORED}}
 
 def ltype(dt:DType, mem:bool=False) -> str:
   """The LLVM type of a value (or of a buffer element with mem=True)."""
   if isinstance(dt, PtrDType): return "ptr"
   s = dt.scalar()
   if s == dtypes.bool: base = "i8" if mem else "i1"
-  elif s in _STORED: base = "i16" if mem else "float"
+  elif s in _STORED: base = f"i{s.itemsize*8}" if mem else "float"
   elif dtypes.is_float(s): base = _FLOAT[s]
   else: base = _INT[s.itemsize]
   return f"<{dt.count} x {base}>" if dt.count > 1 else base
@@ -77,6 +77,7 @@ def to_mem(ctx:LLVMCtx, v:str, dt:DType) -> str:
   if s == dtypes.float16:
     h = ctx.emit(f"fptrunc {ltype(dt)} {v} to {'<%d x half>' % n if n > 1 else 'half'}")
     return ctx.emit(f"bitcast {'<%d x half>' % n if n > 1 else 'half'} {h} to {ltype(dt, True)}")
+  if s in _FP8: return fp8_to_mem(ctx, v, dt)
   if s == dtypes.bfloat16:
     i32, bt = ltype(dtypes.uint32.vec(n)), ltype(dtypes.bool.vec(n))
     def u32(c:int) -> str: return lconst(c, dtypes.uint32.vec(n))
@@ -97,11 +98,49 @@ def from_mem(ctx:LLVMCtx, v:str, dt:DType) -> str:
   if s == dtypes.float16:
     h = ctx.emit(f"bitcast {ltype(dt, True)} {v} to {'<%d x half>' % n if n > 1 else 'half'}")
     return ctx.emit(f"fpext {'<%d x half>' % n if n > 1 else 'half'} {h} to {ltype(dt)}")
+  if s in _FP8: return fp8_from_mem(ctx, v, dt)
   if s == dtypes.bfloat16:
     i32 = ltype(dtypes.uint32.vec(n))
     wide = ctx.emit(f"zext {ltype(dt, True)} {v} to {i32}")
     return ctx.emit(f"bitcast {i32} {ctx.emit(f'shl {i32} {wide}, {lconst(16, dtypes.uint32.vec(n))}')} to {ltype(dt)}")
   return v
+
+# fp8 as torch has them: (mantissa bits, exponent bias to f32's, f32 bits of its smallest normal, its subnormals' step, largest code)
+_FP8 = {dtypes.fp8e4m3: (3, 120, 0x3c800000, 2.0**-9, 0x7e), dtypes.fp8e5m2: (2, 112, 0x38800000, 2.0**-16, 0x7c)}
+def fp8_to_mem(ctx:LLVMCtx, v:str, dt:DType) -> str:
+  """float -> fp8 bits, nearest even: e4m3fn saturates to 448 (inf too), e5m2 overflows to inf; nan -> 0x7f with the sign."""
+  (mbits, bias, small, step, top), n, shift = _FP8[dt.scalar()], dt.count, 23 - _FP8[dt.scalar()][0]
+  i32, f32 = ltype(dtypes.uint32.vec(n)), ltype(dtypes.float32.vec(n))
+  def c(x:int) -> str: return lconst(x, dtypes.uint32.vec(n))
+  def op(ins:str, a:str, b:str) -> str: return ctx.emit(f"{ins} {i32} {a}, {b}")
+  def sel(cond:str, a:str, b:str) -> str: return ctx.emit(f"select {ltype(dtypes.bool.vec(n))} {cond}, {i32} {a}, {i32} {b}")
+  a = op("and", b := ctx.emit(f"bitcast {f32} {v} to {i32}"), c(0x7fffffff))
+  # round to nearest even in the integer bits: add half an ulp less one, plus the kept lowest bit; a carry moves the exponent
+  r = op("sub", op("lshr", op("add", op("add", a, c((1 << (shift-1)) - 1)), op("and", op("lshr", a, c(shift)), c(1))), c(shift)), c(bias << mbits))
+  r = sel(op("icmp ugt", r, c(top)), c(top), r)
+  # below the smallest normal: a multiple of the subnormal step
+  scaled = ctx.emit(f"fmul {f32} {ctx.emit(f'bitcast {i32} {a} to {f32}')}, {lconst(1 / step, dtypes.float32.vec(n))}")
+  sub = ctx.emit(f"fptoui {f32} {ctx.call('rint', dtypes.float32.vec(n), scaled)} to {i32}")
+  r = sel(op("icmp ugt", a, c(0x7f800000)), c(0x7f), sel(op("icmp ult", a, c(small)), sub, r))
+  return ctx.emit(f"trunc {i32} {op('or', r, op('and', op('lshr', b, c(24)), c(0x80)))} to {ltype(dt, True)}")
+
+def fp8_from_mem(ctx:LLVMCtx, v:str, dt:DType) -> str:
+  n, s = dt.count, dt.scalar()
+  i32, f32, h = ltype(dtypes.uint32.vec(n)), ltype(dtypes.float32.vec(n)), f"<{n} x half>" if n > 1 else "half"
+  if s == dtypes.fp8e5m2:   # the top byte of a half
+    wide = ctx.emit(f"shl {ltype(dtypes.uint16.vec(n))} {ctx.emit(f'zext {ltype(dt, True)} {v} to {ltype(dtypes.uint16.vec(n))}')}, "
+                    f"{lconst(8, dtypes.uint16.vec(n))}")
+    return ctx.emit(f"fpext {h} {ctx.emit(f'bitcast {ltype(dtypes.uint16.vec(n))} {wide} to {h}')} to {f32}")
+  def c(x:int) -> str: return lconst(x, dtypes.uint32.vec(n))
+  def op(ins:str, a:str, b:str) -> str: return ctx.emit(f"{ins} {i32} {a}, {b}")
+  def sel(cond:str, a:str, b:str, t:str) -> str: return ctx.emit(f"select {ltype(dtypes.bool.vec(n))} {cond}, {t} {a}, {t} {b}")
+  # e4m3fn: its exponent and mantissa placed in an f32's (rebiased), its subnormals the mantissa times 2**-9; 0x7f is nan
+  m = op("and", x := ctx.emit(f"zext {ltype(dt, True)} {v} to {i32}"), c(0x7f))
+  normal = ctx.emit(f"bitcast {i32} {op('add', op('shl', m, c(20)), c(120 << 23))} to {f32}")
+  mant = ctx.emit(f"uitofp {i32} {op('and', m, c(7))} to {f32}")
+  sub = ctx.emit(f"fmul {f32} {mant}, {lconst(2.0**-9, dtypes.float32.vec(n))}")
+  f = sel(op("icmp eq", m, c(0x7f)), lconst(math.nan, dtypes.float32.vec(n)), sel(op("icmp ult", m, c(8)), sub, normal, f32), f32)
+  return sel(op("icmp ne", op("and", x, c(0x80)), c(0)), ctx.emit(f"fneg {f32} {f}"), f, f32)
 
 # ***** one uop -> IR lines (appended to ctx), returning its value's name or literal *****
 
@@ -277,7 +316,7 @@ class LLVMRenderer(Renderer):
   has_shared = False
   has_threads = True
   vector_alu_lanes = 32
-  dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d not in dtypes.fp8s)   # no fp8 conversions in this renderer
+  dtypes_supported = frozenset(DTYPES_DICT.values())
   global_max: tuple[int, ...]|None = None
   supports_float4 = True
   # the ops written out above; the rest (exp2, log2, sin, pow, threefry ...) are decomposed before rendering

@@ -11,7 +11,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.cstyle import with_sources, index_of, buffer_of, mem_gate, load_alt, _nonzero_const, _EXACT_OPS, _BOOL_OPS
 from tinygrad.renderer.tc import cuda_tcs
 
-_HALF = (dtypes.float16, dtypes.bfloat16)   # 16 bits in memory, f32 in registers
+_HALF = (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s)   # narrow floats: 16 or 8 bits in memory, f32 in registers
 def rtype(dt:DType) -> str:
   """The instruction type of a value of dt in a register."""
   s = dt.scalar()
@@ -22,7 +22,8 @@ def rtype(dt:DType) -> str:
 def mtype(dt:DType) -> str:
   """The type of an element in memory."""
   s = dt.scalar()
-  return "u8" if s == dtypes.bool else "b16" if s in _HALF else f"{'u' if dtypes.is_unsigned(s) else 's'}8" if s.itemsize == 1 else rtype(s)
+  if s == dtypes.bool or s in dtypes.fp8s: return "u8"
+  return "b16" if s in _HALF else f"{'u' if dtypes.is_unsigned(s) else 's'}8" if s.itemsize == 1 else rtype(s)
 def bits(dt:DType) -> str: return "pred" if (t := rtype(dt)) == "pred" else f"b{t[1:]}"
 
 def pconst(x, dt:DType) -> str:
@@ -35,7 +36,8 @@ def pconst(x, dt:DType) -> str:
   return str(int(x) & ((1 << (s.itemsize*8)) - 1) if dtypes.is_unsigned(s) else int(x))
 
 class PTXCtx:
-  def __init__(self) -> None:
+  def __init__(self, fp8_cvt:bool=False) -> None:
+    self.fp8_cvt = fp8_cvt   # sm_89+: cvt converts between f32/f16 and fp8 in hardware
     self.r: dict[UOp, list[str]] = {}
     self.lines: list[str] = []
     self.counts: dict[str, int] = {}
@@ -53,12 +55,45 @@ class PTXCtx:
     return self.n
 
 def round_half(ctx:PTXCtx, v:str, dt:DType) -> str:
-  """An f32 rounded to half or bfloat16 (nearest even), kept as an f32."""
-  h = ctx.emit(dtypes.uint16, f"cvt.rn.{'f16' if dt.scalar() == dtypes.float16 else 'bf16'}.f32", v)
-  return from_half_bits(ctx, h, dt)
+  """An f32 rounded to half, bfloat16 or fp8 (nearest even), kept as an f32."""
+  return from_half_bits(ctx, to_bits(ctx, v, dt.scalar()), dt)
 def from_half_bits(ctx:PTXCtx, h:str, dt:DType) -> str:
-  if dt.scalar() == dtypes.float16: return ctx.emit(dtypes.float32, "cvt.f32.f16", h)
-  return ctx.emit(dtypes.float32, "shl.b32", ctx.emit(dtypes.uint32, "cvt.u32.u16", h), "16")   # bfloat16 is the top half of an f32
+  """The f32 of the bits of a narrow float (in the low bits of a 16-bit register)."""
+  u32 = lambda ins, *a: ctx.emit(dtypes.uint32, ins, *a)  # noqa: E731
+  if (dt := dt.scalar()) == dtypes.float16: return ctx.emit(dtypes.float32, "cvt.f32.f16", h)
+  if dt == dtypes.fp8e5m2: return ctx.emit(dtypes.float32, "cvt.f32.f16", ctx.emit(dtypes.uint16, "shl.b16", h, "8"))   # the top byte of a half
+  if dt == dtypes.bfloat16: return u32("shl.b32", u32("cvt.u32.u16", h), "16")   # bfloat16 is the top half of an f32
+  if ctx.fp8_cvt:
+    lo, hi = ctx.reg(dtypes.uint16), ctx.reg(dtypes.uint16)
+    ctx.lines.append(f"  mov.b32 {{{lo}, {hi}}}, {u32('cvt.rn.f16x2.e4m3x2', h)};")
+    return ctx.emit(dtypes.float32, "cvt.f32.f16", lo)
+  # e4m3fn: its exponent and mantissa placed in an f32's, scaled by 2**(127-7) (this makes its subnormals too); 0x7f is nan
+  x = u32("cvt.u32.u16", h)
+  f = ctx.emit(dtypes.float32, "mul.rn.f32", u32("shl.b32", (m := u32("and.b32", x, "0x7f")), "20"), "0f7B800000")
+  f = u32("selp.b32", "0f7FC00000", f, ctx.emit(dtypes.bool, "setp.eq.u32", m, "0x7f"))
+  return u32("or.b32", f, u32("shl.b32", u32("and.b32", x, "0x80"), "24"))
+
+# fp8 as torch has them: (mantissa bits, exponent bias to f32's, f32 bits of its smallest normal, 2**(its subnormals' exponent), largest code)
+_FP8 = {dtypes.fp8e4m3: (3, 120, 0x3c800000, "0f44000000", 0x7e), dtypes.fp8e5m2: (2, 112, 0x38800000, "0f47800000", 0x7c)}
+def to_fp8(ctx:PTXCtx, v:str, dt:DType) -> str:
+  """f32 -> fp8 bits, nearest even: e4m3fn saturates to 448 (inf too), e5m2 overflows to inf; nan -> 0x7f with the sign."""
+  u32 = lambda ins, *a: ctx.emit(dtypes.uint32, ins, *a)  # noqa: E731
+  if ctx.fp8_cvt:
+    d = ctx.emit(dtypes.uint16, f"cvt.rn.satfinite.{'e4m3' if dt == dtypes.fp8e4m3 else 'e5m2'}x2.f32", v, v)
+    if dt == dtypes.fp8e4m3: return d
+    # satfinite stops e5m2 at 57344: from halfway to the next power of two up (61440) it is inf
+    big = ctx.emit(dtypes.bool, "setp.ge.f32", ctx.emit(dtypes.float32, "abs.f32", v), "0f47700000")
+    return ctx.emit(dtypes.uint16, "selp.b16", ctx.emit(dtypes.uint16, "or.b16", ctx.emit(dtypes.uint16, "and.b16", d, "0x80"), "0x7c"), d, big)
+  mbits, bias, small, scale, top = _FP8[dt]
+  a, shift = u32("and.b32", v, "0x7fffffff"), 23 - mbits
+  # round to nearest even in the integer bits: add half an ulp less one, plus the kept lowest bit; a carry moves the exponent
+  r = u32("shr.u32", u32("add.u32", a, u32("add.u32", u32("and.b32", u32("shr.u32", a, str(shift)), "1"), str((1 << (shift-1)) - 1))), str(shift))
+  r = u32("min.u32", u32("sub.u32", r, str(bias << mbits)), str(top))
+  # below the smallest normal: a multiple of the subnormal step
+  sub = u32("cvt.rni.u32.f32", ctx.emit(dtypes.float32, "mul.rn.f32", a, scale))
+  r = u32("selp.b32", sub, r, ctx.emit(dtypes.bool, "setp.lt.u32", a, str(small)))
+  r = u32("selp.b32", "0x7f", r, ctx.emit(dtypes.bool, "setp.gt.u32", a, "0x7f800000"))
+  return ctx.emit(dtypes.uint16, "cvt.u16.u32", u32("or.b32", r, u32("and.b32", u32("shr.u32", v, "24"), "0x80")))
 
 def _alu(ctx:PTXCtx, x:UOp, op:Ops, sdt:DType, a:list[str]) -> str:
   t, s = rtype(sdt), sdt.scalar()
@@ -125,6 +160,7 @@ def render_cast(ctx:PTXCtx, x:UOp) -> list[str]:
 
 def to_bits(ctx:PTXCtx, v:str, dt:DType) -> str:
   """A register's value as the bits it has in memory (half/bfloat16: 16 bits, bool: 0/1)."""
+  if dt in dtypes.fp8s: return to_fp8(ctx, v, dt)
   if dt in _HALF: return ctx.emit(dtypes.uint16, f"cvt.rn.{'f16' if dt == dtypes.float16 else 'bf16'}.f32", v)
   return ctx.emit(dtypes.uint16, "selp.b16", "1", "0", v) if dt == dtypes.bool else v
 
@@ -143,10 +179,22 @@ def _addr(ctx:PTXCtx, x:UOp) -> tuple[str, str]:
   buf = buffer_of(idx)
   return ctx.r[idx][0], "shared" if cast(PtrDType, buf.dtype).local else "global"
 
+def vector_access(ctx:PTXCtx, x:UOp, dt:DType, n:int, addr:str) -> str|None:
+  """ld/st .v2/.v4 need the vector's alignment: where the element index is a multiple of the lanes (so the buffer's alignment decides, which a
+  sub-buffer's offset may break), the predicate that the address is aligned; the scalar accesses run where it isn't. None: no vector access."""
+  if n not in (2, 4) or dt.itemsize not in (4, 8) or n * dt.itemsize > 16 or mem_gate(x) is not None or index_of(x.src[0]).src[1].divides(n) is None:
+    return None
+  return ctx.emit(dtypes.bool, "setp.eq.b64", ctx.emit(dtypes.uint64, "and.b64", addr, str(n * dt.itemsize - 1)), "0")
+
 def render_load(ctx:PTXCtx, x:UOp) -> list[str]:
   addr, space = _addr(ctx, x)
   gate, alt = mem_gate(x), load_alt(x)
   dt, out = x.dtype.scalar(), []
+  if (ok := vector_access(ctx, x, dt, x.dtype.count, addr)) is not None:
+    out = [ctx.reg(dt) for _ in range(x.dtype.count)]
+    ctx.lines.append(f"  @{ok} ld.{space}.v{len(out)}.{mtype(dt)} {{{', '.join(out)}}}, [{addr}];")
+    ctx.lines += [f"  @!{ok} ld.{space}.{mtype(dt)} {v}, [{addr}+{i*dt.itemsize}];" for i, v in enumerate(out)]
+    return out
   for i in range(x.dtype.count):
     if dt in _HALF or dt == dtypes.bool:
       raw = ctx.reg(dtypes.uint16)
@@ -167,8 +215,12 @@ def render_store(ctx:PTXCtx, x:UOp) -> list[str]:
   addr, space = _addr(ctx, x)
   gate, val = mem_gate(x), x.src[1]
   dt = val.dtype.scalar()
+  if (ok := vector_access(ctx, x, dt, len(ctx.r[val]), addr)) is not None:
+    ctx.lines.append(f"  @{ok} st.{space}.v{len(ctx.r[val])}.{mtype(dt)} [{addr}], {{{', '.join(ctx.r[val])}}};")
+    ok = "!" + ok
   for i, v in enumerate(ctx.r[val]):
-    ctx.lines.append(f"  {'@'+ctx.r[gate][0]+' ' if gate is not None else ''}st.{space}.{mtype(dt)} [{addr}+{i*dt.itemsize}], {to_bits(ctx, v, dt)};")
+    pred = f"@{ok} " if ok is not None else f"@{ctx.r[gate][0]} " if gate is not None else ""
+    ctx.lines.append(f"  {pred}st.{space}.{mtype(dt)} [{addr}+{i*dt.itemsize}], {to_bits(ctx, v, dt)};")
   return []
 
 def render_index(ctx:PTXCtx, x:UOp) -> list[str]:
@@ -180,7 +232,8 @@ def render_index(ctx:PTXCtx, x:UOp) -> list[str]:
 def render_range(ctx:PTXCtx, x:UOp) -> list[str]:
   n, t = ctx.label(), rtype(x.dtype)
   i = ctx.emit(x.dtype, f"mov.{bits(x.dtype)}", "0")
-  ctx.lines += [f"LOOP_{n}:", f"  @{ctx.emit(dtypes.bool, f'setp.ge.{t}', i, ctx.r[x.src[0]][0])} bra EXIT_{n};"]
+  ctx.lines.append(f"LOOP_{n}:")   # the exit test is inside the loop, after the label (emit appends its line as it is called)
+  ctx.lines.append(f"  @{ctx.emit(dtypes.bool, f'setp.ge.{t}', i, ctx.r[x.src[0]][0])} bra EXIT_{n};")
   ctx.loops[x] = n
   return [i]
 
@@ -260,17 +313,19 @@ class PTXRenderer(Renderer):
   global_max = (2**31-1, 65535, 65535)
   local_max = (1024, 1024, 64)
   shared_max = 49152
-  dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d not in dtypes.fp8s)
+  dtypes_supported = frozenset(DTYPES_DICT.values())
+  vector_alu_lanes = 4   # the expander makes vector loads and stores (ld/st .v4), and vector float math, rendered lane by lane
   # what is written out above; exp2, log2, sin, pow are decomposed into exact polynomials (PTX has only approximate ones)
   code_for_op = {op: lambda *a, dtype: "" for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE,
                  Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.TRUNC, Ops.WHERE, Ops.MULACC)}
   def __init__(self, arch:str="sm_80"):
     self.arch = arch
-    self.tensor_cores = cuda_tcs if int("".join(c for c in arch[3:] if c.isdigit()) or 0) >= 80 else []
+    sm = int("".join(c for c in arch[3:] if c.isdigit()) or 0)
+    self.tensor_cores, self.fp8_cvt = cuda_tcs if sm >= 80 else [], sm >= 89
   def __reduce__(self): return self.__class__, (self.arch,)
   def __repr__(self): return f"PTXRenderer({self.arch!r})"
   def render(self, name:str, uops:list[UOp]) -> str:
-    ctx, params = PTXCtx(), []
+    ctx, params = PTXCtx(self.fp8_cvt), []
     uops = with_sources(uops)
     for u in sorted((u for u in uops if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg):
       params.append(f".param .u64 data{u.arg}")
@@ -283,5 +338,7 @@ class PTXRenderer(Renderer):
       if (ret := ptx_rewrite.rewrite(u, ctx=ctx)) is None: raise NotImplementedError(f"PTXRenderer can't render {u.op}")
       ctx.r.setdefault(u, cast(list[str], ret))
     regs = [f"  .reg .{k} %{ {'pred': 'p', 'b16': 'h', 'b32': 'r', 'b64': 'rd'}[k]}<{n}>;" for k, n in ctx.counts.items()]
-    return "\n".join([".version 8.0", f".target {self.arch}", ".address_size 64", f".visible .entry {name}(", ",\n".join(f"  {p}" for p in params),
+    # PTX 8.1: the first with cvt to fp8 on sm_89
+    return "\n".join([f".version {'8.1' if self.fp8_cvt else '8.0'}", f".target {self.arch}", ".address_size 64", f".visible .entry {name}(",
+                      ",\n".join(f"  {p}" for p in params),
                       ")", "{", *regs, *ctx.lines, "  ret;", "}"]) + "\n"

@@ -49,3 +49,11 @@ def _amd_llvm(arch:str) -> Compiler:
   from tinygrad.runtime.support.compiler_amd import AMDLLVMCompiler
   return AMDLLVMCompiler(arch)
 register_target("AMD", _amd_renderer, _amd_llvm, ("gfx90a", "gfx1100"))
+# METAL has no compiler off macOS: the rendered source passes structural checks (runtime/support/metal_check.py), Metal's AIR is the "arch"
+def _metal_renderer(arch:str) -> Renderer:
+  from tinygrad.renderer.cstyle import MetalRenderer
+  return MetalRenderer()
+def _metal_check(arch:str) -> Compiler:
+  from tinygrad.runtime.support.metal_check import MetalSourceCheck
+  return MetalSourceCheck()
+register_target("METAL", _metal_renderer, _metal_check, ("air64",))
