@@ -4,7 +4,7 @@ int16/uint16 buffers are arrays of atomic<u32> words, read with extractBits and 
 writing neighbouring elements of one word don't race); their values are computed in i32/u32 and wrapped back to their width after each op."""
 from __future__ import annotations
 import math
-from typing import Any, cast
+from typing import Any, Callable, cast
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate
@@ -59,7 +59,7 @@ fn tg_u64f(a: vec2<u32>, signed: bool) -> f32 {
   let neg = signed && bitcast<i32>(a.y) < 0i; let m = select(a, tg_neg64(a), neg);
   return select(1.0, -1.0, neg) * (f32(m.y) * 4294967296.0 + f32(m.x));
 }"""
-_WIDE_OPS = {Ops.ADD: lambda a, b, s: f"tg_add64({a}, {b})", Ops.SUB: lambda a, b, s: f"tg_sub64({a}, {b})",
+_WIDE_OPS: dict[Ops, Callable[..., str]] = {Ops.ADD: lambda a, b, s: f"tg_add64({a}, {b})", Ops.SUB: lambda a, b, s: f"tg_sub64({a}, {b})",
              Ops.MUL: lambda a, b, s: f"tg_mul64({a}, {b})", Ops.NEG: lambda a, s: f"tg_neg64({a})",
              Ops.IDIV: lambda a, b, s: f"tg_divmod64({a}, {b}, {str(s).lower()}).xy",
              Ops.MOD: lambda a, b, s: f"tg_divmod64({a}, {b}, {str(s).lower()}).zw",
