@@ -143,6 +143,14 @@ def test_server_machine_model(tmp_path):
     conn.flush(["close"])
   finally: stop_server(proc)
 
+def test_renderer_arguments_from_server():
+  # an OpenCL server without half support: the client's renderer stores half as bits too
+  ren = renderer_from_info({"renderer": "OpenCLRenderer", "args": [False], "options": {}})
+  assert ren.fp16 is False and dtypes.float16 in ren.storage_types
+  assert renderer_from_info({"renderer": "CUDARenderer", "args": ["sm_90"], "options": {}}).arch == "sm_90"
+  with pytest.raises(RuntimeError, match="plain values"): renderer_from_info({"renderer": "OpenCLRenderer", "args": [[1]], "options": {}})
+  with pytest.raises(RuntimeError, match="can't be made"): renderer_from_info({"renderer": "ClangRenderer", "args": [1, 2], "options": {}})
+
 def test_refuses_python_device():
   # the PYTHON device's "source" is a pickle: it is never served
   with pytest.raises(RuntimeError, match="PythonRenderer"): RemoteServer("PYTHON", MAX_MEM, MAX_BODY)

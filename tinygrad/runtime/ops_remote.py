@@ -85,7 +85,10 @@ class RemoteServer:
 
   def op_info(self) -> dict:
     ren = self.dev.renderer
-    return {"device": self.dev.device, "renderer": type(ren).__name__, "options": {k: getattr(ren, k, None) for k in RENDERER_OPTIONS},
+    # the renderer's constructor arguments (an OpenCL device's half support, a GPU's arch) as its __reduce__ gives them: plain values only
+    args = [a for a in ren.__reduce__()[1] if a is None or type(a) in (str, int, bool)]
+    return {"device": self.dev.device, "renderer": type(ren).__name__, "args": args,
+            "options": {k: getattr(ren, k, None) for k in RENDERER_OPTIONS},
             "machine": dataclasses.asdict(ren.machine) if ren.machine is not None else None,
             "dtypes": None if ren.dtypes_supported is None else sorted(INVERSE_DTYPES_DICT[d.name] for d in ren.dtypes_supported),
             "held": self.held, "max_mem": self.max_mem, "max_body": self.max_body, "buffers": len(self.bufs), "programs": len(self.programs)}
@@ -250,7 +253,11 @@ class RemoteProgram:
 def renderer_from_info(info:dict) -> Any:
   if (name := info.get("renderer")) not in RENDERERS:
     raise RuntimeError(f"the REMOTE server's renderer {name!r:.80} isn't one of {', '.join(RENDERERS)}")
-  ren = getattr(importlib.import_module(RENDERERS[name]), name)()
+  args = info.get("args", [])
+  if type(args) is not list or len(args) > 4 or not all(a is None or type(a) in (str, int, bool) for a in args):
+    raise RuntimeError(f"the REMOTE server's renderer arguments {args!r:.80} must be a short list of plain values")
+  try: ren = getattr(importlib.import_module(RENDERERS[name]), name)(*args)
+  except (TypeError, ValueError) as e: raise RuntimeError(f"the REMOTE server's renderer {name}{tuple(args)!r:.80} can't be made: {e}") from None
   for k, v in info.get("options", {}).items():
     if k in RENDERER_OPTIONS and (v is None or type(v) in (int, bool) or (type(v) is list and all(type(x) is int for x in v))):
       setattr(ren, k, tuple(v) if isinstance(v, list) else v)
