@@ -5,13 +5,14 @@ import pytest
 import torch
 from tinygrad import Tensor, dtypes
 from tinygrad.device import CompileError, Device
-from tinygrad.runtime.ops_remote import RemoteConnection, RemoteDevice, RemoteProgram, RemoteServer, pack, unpack
+from tinygrad.runtime.ops_remote import RemoteConnection, RemoteDevice, RemoteProgram, RemoteServer, pack, renderer_from_info, unpack
 
 MAX_MEM, MAX_BODY = 64 << 20, 1 << 20   # a small body limit, so big copies go in chunks
 
-def start_server(*extra:str) -> tuple[subprocess.Popen, int]:
+def start_server(*extra:str, env:dict[str, str]|None=None) -> tuple[subprocess.Popen, int]:
   proc = subprocess.Popen([sys.executable, "-m", "tinygrad.runtime.ops_remote", "--serve", "--port", "0", "--max-mem", str(MAX_MEM),
-                           "--max-body", str(MAX_BODY), *extra], stdout=subprocess.PIPE, text=True, env={**os.environ, "REMOTEDEV": "CPU"})
+                           "--max-body", str(MAX_BODY), *extra], stdout=subprocess.PIPE, text=True,
+                          env={**os.environ, "REMOTEDEV": "CPU", **(env or {})})
   assert proc.stdout is not None
   line = proc.stdout.readline()   # "REMOTE serving CPU on 127.0.0.1:PORT", printed once the socket listens
   if not line.startswith("REMOTE serving"):
@@ -124,6 +125,31 @@ def test_refused_allocation_recovers(server):
 def test_renderer_from_server(server):
   ren = Device["REMOTE"].renderer
   assert type(ren).__name__ == type(Device["CPU"].renderer).__name__ and ren.simd_bytes == Device["CPU"].renderer.simd_bytes
+
+def test_server_machine_model(tmp_path):
+  # the server poses as a machine with 3 cores and a small L2: the client optimizes for it (threads, cache blocks), not for itself
+  host = Device["CPU"].renderer.machine
+  spec = tmp_path/"server_cpu.json"
+  spec.write_text(json.dumps({"simd_bytes": host.simd_bytes, "cores": 3, "l2": 256 << 10}))
+  proc, port = start_server(env={"CPU_MODEL": str(spec)})
+  try:
+    conn = RemoteConnection(f"127.0.0.1:{port}", 30)
+    (got,), _ = conn.flush(["info"])
+    ren = renderer_from_info(got)
+    assert ren.machine is not None and (ren.machine.name, ren.machine.cores, ren.machine.l2) == ("server_cpu", 3, 256 << 10)
+    assert ren.machine != host
+    with pytest.raises(RuntimeError, match="machine model"): renderer_from_info({**got, "machine": {**got["machine"], "cores": "3"}})
+    with pytest.raises(RuntimeError, match="machine model"): renderer_from_info({**got, "machine": {"name": "x"}})
+    conn.flush(["close"])
+  finally: stop_server(proc)
+
+def test_renderer_arguments_from_server():
+  # an OpenCL server without half support: the client's renderer stores half as bits too
+  ren = renderer_from_info({"renderer": "OpenCLRenderer", "args": [False], "options": {}})
+  assert ren.fp16 is False and dtypes.float16 in ren.storage_types
+  assert renderer_from_info({"renderer": "CUDARenderer", "args": ["sm_90"], "options": {}}).arch == "sm_90"
+  with pytest.raises(RuntimeError, match="plain values"): renderer_from_info({"renderer": "OpenCLRenderer", "args": [[1]], "options": {}})
+  with pytest.raises(RuntimeError, match="can't be made"): renderer_from_info({"renderer": "ClangRenderer", "args": [1, 2], "options": {}})
 
 def test_refuses_python_device():
   # the PYTHON device's "source" is a pickle: it is never served

@@ -4,7 +4,7 @@ import ctypes, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, Context, dtypes
-from tinygrad.helpers import PROGRAM_FLAGS, GlobalCounters, CPU_THREADS, CACHELEVEL
+from tinygrad.helpers import PROGRAM_FLAGS, GlobalCounters, CPU_THREADS, CACHELEVEL, prod
 from tinygrad.device import Compiled, CompileError, DeviceUnavailable, is_dtype_supported, load_library, _MallocAllocator
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import ThreadKind, ThreadId
@@ -83,9 +83,11 @@ def test_launch_dims_from_thread_ids(builds):
   np.testing.assert_equal((Tensor(x, device="PYTHON").T + 1).numpy(), x.T + 1)   # a transpose: two axes that don't merge
   p = builds[-1]
   specials = [u for u in p.uops if u.op is Ops.SPECIAL]
-  assert specials and all(isinstance(u.arg, ThreadId) and u.arg.kind is ThreadKind.GLOBAL for u in specials)
-  assert sorted(p.global_size) == [1, 5, 8] and p.local_size is None
-  for u in specials: assert p.global_size[u.arg.dim] == u.arg.size
+  assert specials and all(isinstance(u.arg, ThreadId) and u.arg.kind in (ThreadKind.GLOBAL, ThreadKind.LOCAL) for u in specials)
+  # the heuristic gives a device with workgroups a local size: workgroups x threads still cover the 40 outputs
+  local_size = p.local_size or [1, 1, 1]
+  assert sorted(g * l for g, l in zip(p.global_size, local_size)) == [1, 5, 8] and prod(local_size) > 1
+  for u in specials: assert (p.global_size if u.arg.kind is ThreadKind.GLOBAL else local_size)[u.arg.dim] == u.arg.size
 
 class SmallRenderer(PythonRenderer):
   global_max = (4, 4, 4)

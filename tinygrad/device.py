@@ -50,6 +50,8 @@ class _Device:
     for d in DEFAULT_PREFERENCE:
       if d not in self._devices: continue
       try:
+        # a runtime may tell without opening its driver that it won't be the default (an OpenCL whose only driver runs on the host CPU)
+        if not getattr(importlib.import_module(f"tinygrad.runtime.ops_{d.lower()}"), "default_candidate", lambda: True)(): continue
         if getattr(self[d], "default_ok", True): return d
       except Exception as e:
         if DEBUG >= 2: print(f"device {d} is not usable: {e!r}")

@@ -200,6 +200,20 @@ def test_default_probe(monkeypatch):
   monkeypatch.setitem(dev._opened, "CPU", fake)
   assert dev.DEFAULT == "CPU"  # CUDA fails to import here, PYTHON is never a default
 
+def test_default_probe_skips_host_opencl(monkeypatch, tmp_path):
+  # OpenCL whose only driver is PoCL (OpenCL on the host CPU) is never opened to pick the default; another driver is
+  from tinygrad.runtime import ops_gpu
+  (tmp_path/"pocl.icd").write_text("libpocl.so.2\n")
+  monkeypatch.setenv("OCL_ICD_VENDORS", str(tmp_path))
+  assert not ops_gpu.default_candidate()
+  dev = _Device()
+  dev._devices = ["CPU", "GPU", "PYTHON"]
+  _clean_env(monkeypatch, dev)
+  monkeypatch.setitem(dev._opened, "CPU", Compiled("CPU", MallocAllocator, None, None, None))
+  assert dev.DEFAULT == "CPU" and "GPU" not in dev._opened
+  (tmp_path/"nvidia.icd").write_text("libnvidia-opencl.so.1\n")
+  assert ops_gpu.default_candidate()
+
 def test_is_dtype_supported():
   assert is_dtype_supported(dtypes.float16, "CPU") and is_dtype_supported(dtypes.bfloat16, "CPU")
   assert is_dtype_supported(dtypes.float64, "PYTHON")

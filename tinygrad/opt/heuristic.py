@@ -103,9 +103,38 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     width = k.opts.simd_bytes // max((u.dtype.itemsize for u in k.ast.toposort() if u.op is Ops.LOAD), default=4)
     if all(st.real_strides()[global_axes[-1]] in (0, 1) for st in k.sts) and (amt := _largest_divisor(s, (width, 8, 4))) is not None:
       _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
+  if k.opts.has_local: gpu_workgroups(k, opts)
   # big kernels run their outermost global axis on every core
   if k.opts.has_threads and (threads := cpu_threads(k.opts.machine)) > 1 and prod(k.full_shape) >= THREAD_MIN_WORK.value:
     if (g := k.axes_of(AxisType.GLOBAL)):
       s = k.full_shape[g[0]]
       if isinstance(s, int) and s % threads == 0 and s >= threads: _try(k, Opt(OptOps.THREAD, 0, threads), opts)
   return opts
+
+# a workgroup's threads at most: small enough for any GPU's register file at the tile sizes above, big enough to hide memory latency
+WORKGROUP_THREADS = 128
+
+def gpu_workgroups(k:Kernel, opts:list[Opt]) -> None:
+  """Devices with workgroups (has_local). A big reduce into few outputs (a sum of everything, a matrix-vector product) would leave most of the
+  device idle: a workgroup shares each reduce (GROUP: thread g adds elements g, g+n, ..., so neighbouring threads read neighbouring memory)
+  and combines the parts in shared memory. Then the innermost global axes (the output's contiguous one first: coalesced stores) get
+  workgroup sizes, each within the device's limit for the launch dimension it gets."""
+  lmax = k.opts.local_max or (WORKGROUP_THREADS,) * 3
+  if k.opts.has_shared and (reduce_axes := k.axes_of(AxisType.REDUCE)) and isinstance(out := prod(k.output_shape), int) and out <= 2048:
+    # the reduce's length counts the part unrolled above: each thread of the group then adds a few unrolled values per step
+    rs, itemsize, whole = k.full_shape[reduce_axes[-1]], max(r.dtype.itemsize for r in k.reduceops), prod(k.full_shape[a] for a in
+                                                                                                     k.axes_of(AxisType.REDUCE, AxisType.UNROLL))
+    # shared memory holds each thread's partial results: one per upcast output
+    lanes = prod(k.full_shape[a] for a in k.axes_of(AxisType.UPCAST))
+    fits = [g for g in (32, 16, 8, 4) if g <= lmax[0] and isinstance(lanes, int) and g * itemsize * lanes <= k.opts.shared_max]
+    if isinstance(rs, int) and isinstance(whole, int) and whole >= 256 and (amt := _largest_divisor(rs, tuple(fits))) is not None:
+      _try(k, Opt(OptOps.GROUP, len(reduce_axes)-1, amt), opts)
+  threads = prod(k.full_shape[a] for a in k.axes_of(AxisType.LOCAL, AxisType.GROUP_REDUCE))
+  glb = k.axes_of(AxisType.GLOBAL)
+  # the last three global axes are launch dimensions; a new local axis is the outermost so far, so it takes the next launch dimension
+  for j in reversed(range(max(0, len(glb)-3), len(glb))):
+    if not isinstance(s := k.full_shape[glb[j]], int) or (dim := len(k.axes_of(AxisType.LOCAL, AxisType.GROUP_REDUCE))) >= 3: break
+    # with more axes to come, one gets at most 32 threads, so a 2D output gets a 2D tile of threads
+    cap = min(WORKGROUP_THREADS // threads, lmax[dim], 32 if j > max(0, len(glb)-3) else WORKGROUP_THREADS)
+    if (amt := _largest_divisor(s, tuple(c for c in (128, 64, 32, 16, 8, 4, 2) if c <= cap and c <= s))) is not None and \
+       _try(k, Opt(OptOps.LOCAL, j, amt), opts): threads *= amt

@@ -583,9 +583,12 @@ class OpenCLRenderer(CStyleLanguage):
   def vector_name(self, dt:DType) -> str: return f"{self.render_dtype(dt.scalar())}{dt.count}"
   def render_lane(self, expr:str, i:int) -> str: return f"{expr}.s{i:x}"
   def render_bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str: return f"as_{self.render_dtype(to_dt)}({expr})"
-  # vloadN/vstoreN need only the element's alignment, where a float4* dereference needs 16 bytes
-  def render_vload(self, addr:str, buf:UOp, dt:DType) -> str: return f"vload{dt.count}(0, {addr})"
-  def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str: return f"vstore{dt.count}({v}, 0, {addr});"
+  # vloadN/vstoreN need only the element's alignment, where a float4* dereference needs 16 bytes; a buffer of vectors (a group reduce's
+  # shared memory) is indexed by whole vectors
+  def render_vload(self, addr:str, buf:UOp, dt:DType) -> str:
+    return f"(*{addr})" if cast(PtrDType, buf.dtype).base.count == dt.count else f"vload{dt.count}(0, {addr})"
+  def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str:
+    return f"*{addr} = {v};" if cast(PtrDType, buf.dtype).base.count == dt.count else f"vstore{dt.count}({v}, 0, {addr});"
   def render_alu(self, ctx:CStyleCtx, x:UOp) -> str:
     # OpenCL C computes on its vector types as a whole
     if x.dtype.count > 1 and x.op in self.vector_alu_ops and x.dtype.scalar() in self.vector_alu_dtypes:

@@ -1,15 +1,73 @@
-"""WGSL for the WEBGPU device. WGSL has no 64-bit types (refused by dtypes_supported) and no memory unit under 32 bits: bool, int8/uint8 and
+"""WGSL for the WEBGPU device. WGSL has no 64-bit types: float64 is refused by dtypes_supported, int64/uint64 are emulated as vec2<u32> (add,
+sub, mul, division, compare, shift, bitwise, casts). WGSL has no memory unit under 32 bits: bool, int8/uint8 and
 int16/uint16 buffers are arrays of atomic<u32> words, read with extractBits and written with an atomic and/or on the element's bits (so threads
 writing neighbouring elements of one word don't race); their values are computed in i32/u32 and wrapped back to their width after each op."""
 from __future__ import annotations
 import math
-from typing import Any, cast
+from typing import Any, Callable, cast
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate
 from tinygrad.renderer.cstyle import CStyleLanguage, CStyleCtx, base_rewrite, index_of, buffer_of, mem_gate, load_alt, _nonzero_const, _BOOL_OPS
 
 _SMALL_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
+# int64/uint64 are vec2<u32> (low word, high word); their arithmetic is these helpers, signed or not where it matters
+_WIDE = (dtypes.int64, dtypes.uint64)
+_WIDE_HELPERS = """fn tg_add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+  let lo = a.x + b.x; return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+fn tg_sub64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return vec2<u32>(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x)); }
+fn tg_mul32(a: u32, b: u32) -> vec2<u32> {
+  let al = a & 0xffffu; let ah = a >> 16u; let bl = b & 0xffffu; let bh = b >> 16u;
+  let mid = (al * bl >> 16u) + (ah * bl & 0xffffu) + al * bh;
+  return vec2<u32>(a * b, ah * bh + (ah * bl >> 16u) + (mid >> 16u));
+}
+fn tg_mul64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { let p = tg_mul32(a.x, b.x); return vec2<u32>(p.x, p.y + a.x * b.y + a.y * b.x); }
+fn tg_ult64(a: vec2<u32>, b: vec2<u32>) -> bool { return a.y < b.y || (a.y == b.y && a.x < b.x); }
+fn tg_slt64(a: vec2<u32>, b: vec2<u32>) -> bool { return bitcast<i32>(a.y) < bitcast<i32>(b.y) || (a.y == b.y && a.x < b.x); }
+fn tg_shl64(a: vec2<u32>, n: u32) -> vec2<u32> {
+  if (n >= 32u) { return vec2<u32>(0u, a.x << (n - 32u)); }
+  if (n == 0u) { return a; }
+  return vec2<u32>(a.x << n, (a.y << n) | (a.x >> (32u - n)));
+}
+fn tg_shr64(a: vec2<u32>, n: u32, signed: bool) -> vec2<u32> {
+  let fill = select(0u, 0xffffffffu, signed && bitcast<i32>(a.y) < 0i);
+  if (n >= 32u) { return vec2<u32>(select(a.y >> (n - 32u), bitcast<u32>(bitcast<i32>(a.y) >> (n - 32u)), signed), fill); }
+  if (n == 0u) { return a; }
+  return vec2<u32>((a.x >> n) | (a.y << (32u - n)), select(a.y >> n, bitcast<u32>(bitcast<i32>(a.y) >> n), signed));
+}
+fn tg_neg64(a: vec2<u32>) -> vec2<u32> { return tg_sub64(vec2<u32>(0u, 0u), a); }
+fn tg_udivmod64(n: vec2<u32>, d: vec2<u32>) -> vec4<u32> {
+  if (all(d == vec2<u32>(0u, 0u))) { return vec4<u32>(0u, 0u, 0u, 0u); }
+  var q = vec2<u32>(0u, 0u); var r = vec2<u32>(0u, 0u);
+  for (var i = 63u; i < 64u; i--) {
+    r = tg_shl64(r, 1u); r.x = r.x | ((select(n.x, n.y, i >= 32u) >> (i % 32u)) & 1u);
+    if (!tg_ult64(r, d)) { r = tg_sub64(r, d); if (i >= 32u) { q.y = q.y | (1u << (i - 32u)); } else { q.x = q.x | (1u << i); } }
+  }
+  return vec4<u32>(q, r);
+}
+fn tg_divmod64(a: vec2<u32>, b: vec2<u32>, signed: bool) -> vec4<u32> {
+  let na = signed && bitcast<i32>(a.y) < 0i; let nb = signed && bitcast<i32>(b.y) < 0i;
+  let qr = tg_udivmod64(select(a, tg_neg64(a), na), select(b, tg_neg64(b), nb));
+  return vec4<u32>(select(qr.xy, tg_neg64(qr.xy), na != nb), select(qr.zw, tg_neg64(qr.zw), na));
+}
+fn tg_f2u64(f: f32) -> vec2<u32> {
+  let t = trunc(abs(f)); let hi = floor(t / 4294967296.0); let r = vec2<u32>(u32(t - hi * 4294967296.0), u32(hi));
+  return select(r, tg_neg64(r), f < 0.0);
+}
+fn tg_u64f(a: vec2<u32>, signed: bool) -> f32 {
+  let neg = signed && bitcast<i32>(a.y) < 0i; let m = select(a, tg_neg64(a), neg);
+  return select(1.0, -1.0, neg) * (f32(m.y) * 4294967296.0 + f32(m.x));
+}"""
+_WIDE_OPS: dict[Ops, Callable[..., str]] = {Ops.ADD: lambda a, b, s: f"tg_add64({a}, {b})", Ops.SUB: lambda a, b, s: f"tg_sub64({a}, {b})",
+             Ops.MUL: lambda a, b, s: f"tg_mul64({a}, {b})", Ops.NEG: lambda a, s: f"tg_neg64({a})",
+             Ops.IDIV: lambda a, b, s: f"tg_divmod64({a}, {b}, {str(s).lower()}).xy",
+             Ops.MOD: lambda a, b, s: f"tg_divmod64({a}, {b}, {str(s).lower()}).zw",
+             Ops.CMPLT: lambda a, b, s: f"tg_{'s' if s else 'u'}lt64({a}, {b})", Ops.CMPNE: lambda a, b, s: f"any({a} != {b})",
+             Ops.CMPEQ: lambda a, b, s: f"all({a} == {b})", Ops.MAX: lambda a, b, s: f"select({a}, {b}, tg_{'s' if s else 'u'}lt64({a}, {b}))",
+             Ops.AND: lambda a, b, s: f"({a} & {b})", Ops.OR: lambda a, b, s: f"({a} | {b})", Ops.XOR: lambda a, b, s: f"({a} ^ {b})",
+             Ops.SHL: lambda a, b, s: f"tg_shl64({a}, u32({b}.x))", Ops.SHR: lambda a, b, s: f"tg_shr64({a}, u32({b}.x), {str(s).lower()})",
+             Ops.WHERE: lambda c, a, b, s: f"select({b}, {a}, {c})"}
 _EXACT = {Ops.MAX, Ops.WHERE, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR}
 
 def _render_range(ctx:CStyleCtx, x:UOp) -> str:
@@ -42,7 +100,8 @@ class WGSLRenderer(CStyleLanguage):
   barrier = "workgroupBarrier();"
   code_for_workitem = {"g": lambda d: f"i32(gid.{'xyz'[d]})", "l": lambda d: f"i32(lid.{'xyz'[d]})"}
   type_map = {dtypes.bool: "bool", dtypes.float32: "f32", dtypes.float16: "f16", dtypes.int32: "i32", dtypes.uint32: "u32",
-              dtypes.int8: "i32", dtypes.int16: "i32", dtypes.uint8: "u32", dtypes.uint16: "u32"}
+              dtypes.int8: "i32", dtypes.int16: "i32", dtypes.uint8: "u32", dtypes.uint16: "u32", dtypes.int64: "vec2<u32>",
+              dtypes.uint64: "vec2<u32>"}
   code_for_op = {**{k: v for k, v in CStyleLanguage.code_for_op.items() if k not in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)},
                  Ops.MAX: lambda a, b, dtype: f"select({a}, {b}, {b} > {a})", Ops.WHERE: lambda c, a, b, dtype: f"select({b}, {a}, {c})",
                  Ops.SHL: lambda a, b, dtype: f"({a} << u32({b}))", Ops.SHR: lambda a, b, dtype: f"({a} >> u32({b}))",
@@ -51,7 +110,8 @@ class WGSLRenderer(CStyleLanguage):
   string_rewrite = wgsl_rewrite
   def __init__(self, f16:bool=False):
     self.f16 = f16
-    self.dtypes_supported = frozenset([dtypes.bool, dtypes.float32, dtypes.int32, dtypes.uint32, *_SMALL_INTS] + ([dtypes.float16] if f16 else []))
+    self.dtypes_supported = frozenset([dtypes.bool, dtypes.float32, dtypes.int32, dtypes.uint32, *_SMALL_INTS, *_WIDE] +
+                                      ([dtypes.float16] if f16 else []))
   def __reduce__(self): return self.__class__, (self.f16,)
 
   # *** types and values ***
@@ -71,6 +131,7 @@ class WGSLRenderer(CStyleLanguage):
       # inf and nan have no literal, and const-expressions can't make them: a helper call isn't folded
       if math.isnan(v) or math.isinf(v): return f"tg_{suffix}({0x7fc00000 if math.isnan(v) else 0xff800000 if v < 0 else 0x7f800000}u)"
       return f"({v!r}{suffix})" if v < 0 or str(v).startswith("-") else f"{v!r}{suffix}"
+    if dt in _WIDE: return f"vec2<u32>({int(x) & 0xffffffff}u, {(int(x) >> 32) & 0xffffffff}u)"
     v = self._wrap_const(int(x), dt)
     if dtypes.is_unsigned(dt): return f"{v}u"
     return "(-2147483647i - 1i)" if v == -2**31 else f"({v}i)" if v < 0 else f"{v}i"
@@ -82,6 +143,17 @@ class WGSLRenderer(CStyleLanguage):
     # a value of a small int type back to its width: extractBits sign-extends an i32 and zero-extends a u32
     return f"extractBits({expr}, 0u, {8*dt.itemsize}u)" if dt in _SMALL_INTS else expr
   def render_cast(self, expr:str, from_dt:DType, to_dt:DType) -> str:
+    if from_dt in _WIDE and to_dt in _WIDE: return expr
+    if to_dt in _WIDE:
+      if dtypes.is_float(from_dt): return f"tg_f2u64(f32({expr}))"
+      if from_dt == dtypes.bool: return f"vec2<u32>(select(0u, 1u, {expr}), 0u)"
+      # a signed value's high word is its sign, repeated
+      if dtypes.is_unsigned(from_dt): return f"vec2<u32>(u32({expr}), 0u)"
+      return f"vec2<u32>(bitcast<u32>(i32({expr})), select(0u, 0xffffffffu, {expr} < 0i))"
+    if from_dt in _WIDE:
+      if to_dt == dtypes.bool: return f"any({expr} != vec2<u32>(0u, 0u))"
+      if dtypes.is_float(to_dt): return f"{self.render_dtype(to_dt)}(tg_u64f({expr}, {str(not dtypes.is_unsigned(from_dt)).lower()}))"
+      return self.render_cast(f"({expr}).x", dtypes.uint32, to_dt)
     # floats to unsigned go through i32, so -1.0 is all ones (as in C) instead of WGSL's saturating 0
     if dtypes.is_unsigned(to_dt) and dtypes.is_float(from_dt): expr = f"i32({expr})"
     return self.wrap(f"{self.render_dtype(to_dt)}({expr})", to_dt)
@@ -90,7 +162,8 @@ class WGSLRenderer(CStyleLanguage):
     # f16 bits through f32 (exact both ways) and WGSL's packing builtins: naga mistranslates bitcasts of vec2<f16>
     if from_dt == dtypes.float16: return self.render_cast(f"tg_h2bits({expr})", dtypes.uint32, to_dt)
     if to_dt == dtypes.float16: return f"tg_bits2h(u32({expr}))"
-    if from_dt in _SMALL_INTS or to_dt in _SMALL_INTS: return self.render_cast(expr, from_dt, to_dt)
+    if from_dt in _SMALL_INTS or to_dt in _SMALL_INTS or (from_dt in _WIDE and to_dt in _WIDE): return self.render_cast(expr, from_dt, to_dt)
+    if from_dt in _WIDE or to_dt in _WIDE: raise NotImplementedError(f"WGSLRenderer can't bitcast {from_dt} to {to_dt}")
     return f"bitcast<{self.render_dtype(to_dt)}>({expr})"
 
   # *** uops ***
@@ -132,6 +205,9 @@ class WGSLRenderer(CStyleLanguage):
     # x != x is folded to false by the shader compilers: nan is tested on the bits
     if op in (Ops.CMPNE, Ops.CMPEQ) and x.src[0] is x.src[1] and dtypes.is_float(x.src[0].dtype):
       return f"{'' if op is Ops.CMPNE else '!'}tg_isnan(f32({ops[0]}))"
+    if (wide := x.src[-1].dtype.scalar()) in _WIDE:
+      if (wfxn := _WIDE_OPS.get(op)) is None: raise NotImplementedError(f"WEBGPU emulates {wide} with two 32-bit words and has no {op} for it")
+      return wfxn(*ops, not dtypes.is_unsigned(wide))
     if (fxn := self.code_for_op.get(op)) is None: raise NotImplementedError(f"WGSLRenderer can't render {op}")
     ret = fxn(*ops, dtype=dt)
     # an int divided by 0 gives 0 (as on the other devices), where WGSL gives the dividend
@@ -153,6 +229,7 @@ class WGSLRenderer(CStyleLanguage):
     if head[0] == "enable f16;": head += ["fn tg_h(bits: u32) -> f16 { return f16(bitcast<f32>(bits)); }",
       "fn tg_h2bits(x: f16) -> u32 { return pack2x16float(vec2<f32>(f32(x), 0.0)); }",
       "fn tg_bits2h(x: u32) -> f16 { return f16(unpack2x16float(x & 0xffffu).x); }"]
+    if any(u.dtype.base.scalar() in _WIDE for u in uops): head += _WIDE_HELPERS.splitlines()
     head += [f"@group(0) @binding({i}) {p}" for i, p in enumerate(bufs)]
     if vars_: head += ["struct Vars { " + ", ".join(vars_) + " }", f"@group(0) @binding({len(bufs)}) var<uniform> tg_vars: Vars;"]
     head += [line.strip() for line in kernel if line.strip().startswith("var<workgroup>")]

@@ -1,6 +1,6 @@
 """The GPU device: OpenCL through ctypes over libOpenCL (an ICD loader: PoCL on a CPU, or a GPU vendor's driver), OpenCL C from cstyle.py."""
 from __future__ import annotations
-import ctypes, ctypes.util, functools, hashlib
+import ctypes, ctypes.util, functools, hashlib, os, pathlib
 from typing import Any, cast
 from tinygrad.device import Compiled, Compiler, CompileError, LRUAllocator, BufferSpec
 from tinygrad.dtype import DTYPES_DICT, dtypes
@@ -15,11 +15,12 @@ _ERRORS = {-1: "DEVICE_NOT_FOUND", -4: "MEM_OBJECT_ALLOCATION_FAILURE", -5: "OUT
            -61: "INVALID_BUFFER_SIZE", -63: "INVALID_GLOBAL_WORK_SIZE", -1001: "PLATFORM_NOT_FOUND_KHR"}
 # argument types, one letter each: p pointer/handle, u cl_uint, q cl_bitfield/cl_ulong, z size_t; functions returning a handle end in "->p"
 _PROTOS = {"clGetPlatformIDs": "upp", "clGetDeviceIDs": "pqupp", "clGetDeviceInfo": "puzpp", "clCreateContext": "pupppp->p",
-           "clCreateCommandQueue": "ppqp->p", "clCreateBuffer": "pqzpp->p", "clReleaseMemObject": "p", "clFinish": "p",
+           "clCreateCommandQueue": "ppqp->p", "clCreateBuffer": "pqzpp->p", "clCreateSubBuffer": "pqupp->p", "clReleaseMemObject": "p",
            "clEnqueueWriteBuffer": "ppuzzpupp", "clEnqueueReadBuffer": "ppuzzpupp", "clCreateProgramWithSource": "puppp->p",
            "clCreateProgramWithBinary": "puppppp->p", "clBuildProgram": "pupppp", "clGetProgramBuildInfo": "ppuzpp",
            "clGetProgramInfo": "puzpp", "clCreateKernel": "ppp->p", "clSetKernelArg": "puzp", "clEnqueueNDRangeKernel": "ppupppupp",
-           "clWaitForEvents": "up", "clGetEventProfilingInfo": "puzpp", "clReleaseEvent": "p", "clReleaseKernel": "p", "clReleaseProgram": "p"}
+           "clWaitForEvents": "up", "clGetEventProfilingInfo": "puzpp", "clReleaseEvent": "p", "clReleaseKernel": "p", "clReleaseProgram": "p",
+           "clFinish": "p"}
 _CT = {"p": ctypes.c_void_p, "u": ctypes.c_uint32, "q": ctypes.c_uint64, "z": ctypes.c_size_t}
 
 @functools.cache
@@ -31,6 +32,13 @@ def _cl() -> Any:
     fn = getattr(lib, name)
     fn.argtypes, fn.restype = [_CT[c] for c in args], ctypes.c_void_p if ret else ctypes.c_int32
   return lib
+
+def default_candidate() -> bool:
+  """Whether probing for the default device should open OpenCL: not when every installed OpenCL driver (ICD) is PoCL, which runs on the host
+  CPU (where the CPU device is the better default) and is slow to start."""
+  vendors = pathlib.Path(os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors")
+  icds = [vendors] if vendors.is_file() else sorted(vendors.glob("*.icd")) if vendors.is_dir() else []
+  return not icds or any("pocl" not in p.read_text(errors="replace").lower() for p in icds)
 
 def check(status:int, what:str) -> None:
   if status != 0: raise RuntimeError(f"OpenCL {what} failed: CL_{_ERRORS.get(status, 'ERROR')} ({status})")
@@ -48,6 +56,26 @@ def _info(getter, obj:Any, param:int, *pre:Any) -> bytes:
   check(getter(obj, *pre, param, sz.value, buf, None), getter.__name__)
   return buf.raw
 
+class CLView:
+  """Part of a buffer (Buffer.view, the memory planner's slots). Copies address the base at the offset; a kernel gets a sub-buffer, which
+  OpenCL makes only at offsets that are multiples of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN: a kernel refuses any other view."""
+  def __init__(self, base:int, offset:int, size:int, align:int):
+    self.base, self.offset, self.size, self.align, self.sub = base, offset, size, align, None
+    if offset % align == 0 and size > 0:
+      region = (ctypes.c_size_t * 2)(offset, size)
+      self.sub = checked("clCreateSubBuffer", _cl().clCreateSubBuffer, base, 1, 0x1220, region)   # READ_WRITE, BUFFER_CREATE_TYPE_REGION
+  def kernel_arg(self) -> int:
+    if self.sub is None:
+      raise RuntimeError(f"a kernel can't take a view at byte offset {self.offset} of an OpenCL buffer: this device's sub-buffers start at "
+                         f"multiples of {self.align} bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN); copy it with .contiguous() on another device first")
+    return self.sub
+  def __del__(self) -> None:
+    try:
+      if self.sub is not None: _cl().clReleaseMemObject(self.sub)
+    except Exception: pass
+
+def _mem(buf:int|CLView) -> tuple[int, int]: return (buf, 0) if isinstance(buf, int) else (buf.base, buf.offset)
+
 class GPUAllocator(LRUAllocator[int]):
   def __init__(self, dev:GPUDevice):
     self.dev, self.host_backed = dev, set[int]()
@@ -60,14 +88,15 @@ class GPUAllocator(LRUAllocator[int]):
     # CL_MEM_READ_WRITE; an empty buffer is invalid in OpenCL, so 0 bytes takes 1
     return checked("clCreateBuffer", _cl().clCreateBuffer, self.dev.context, 1, max(size, 1), None)
   def _free(self, opaque:int, options:BufferSpec) -> None: check(_cl().clReleaseMemObject(opaque), "clReleaseMemObject")
-  def _copyin(self, dest:int, src:memoryview) -> None:
+  def _offset(self, buf:int, size:int, offset:int) -> CLView: return CLView(buf, offset, size, self.dev.base_align)
+  def _copyin(self, dest:int|CLView, src:memoryview) -> None:
     # blocking, so src may be released as soon as this returns; a read-only view is copied to get a pointer
-    src = flat_mv(src)
+    src, (mem, off) = flat_mv(src), _mem(dest)
     host = (ctypes.c_char * src.nbytes).from_buffer(src) if not src.readonly else ctypes.create_string_buffer(bytes(src), src.nbytes)
-    check(_cl().clEnqueueWriteBuffer(self.dev.queue, dest, True, 0, src.nbytes, host, 0, None, None), "clEnqueueWriteBuffer")
-  def _copyout(self, dest:memoryview, src:int) -> None:
-    host = (ctypes.c_char * dest.nbytes).from_buffer(dest)
-    check(_cl().clEnqueueReadBuffer(self.dev.queue, src, True, 0, dest.nbytes, host, 0, None, None), "clEnqueueReadBuffer")
+    check(_cl().clEnqueueWriteBuffer(self.dev.queue, mem, True, off, src.nbytes, host, 0, None, None), "clEnqueueWriteBuffer")
+  def _copyout(self, dest:memoryview, src:int|CLView) -> None:
+    host, (mem, off) = (ctypes.c_char * dest.nbytes).from_buffer(dest), _mem(src)
+    check(_cl().clEnqueueReadBuffer(self.dev.queue, mem, True, off, dest.nbytes, host, 0, None, None), "clEnqueueReadBuffer")
 
 def _numbered(src:str) -> str: return "\n".join(f"{i:4d} {line}" for i,line in enumerate(src.splitlines(), 1))
 
@@ -109,10 +138,10 @@ class GPUProgram:
       if hasattr(self, "kernel"): _cl().clReleaseKernel(self.kernel)
       if hasattr(self, "prg"): _cl().clReleaseProgram(self.prg)
     except Exception: pass
-  def __call__(self, *bufs:int, global_size:tuple[int,...]|None=(1,1,1), local_size:tuple[int,...]|None=None, vals:tuple[int, ...]=(),
+  def __call__(self, *bufs:int|CLView, global_size:tuple[int,...]|None=(1,1,1), local_size:tuple[int,...]|None=None, vals:tuple[int, ...]=(),
                wait:bool=False) -> float|None:
-    cl = _cl()
-    for i, b in enumerate(bufs): check(cl.clSetKernelArg(self.kernel, i, 8, ctypes.byref(ctypes.c_void_p(b))), f"clSetKernelArg({i})")
+    cl, mems = _cl(), [b if isinstance(b, int) else b.kernel_arg() for b in bufs]
+    for i, b in enumerate(mems): check(cl.clSetKernelArg(self.kernel, i, 8, ctypes.byref(ctypes.c_void_p(b))), f"clSetKernelArg({i})")
     for i, v in enumerate(vals, len(bufs)): check(cl.clSetKernelArg(self.kernel, i, 4, ctypes.byref(ctypes.c_int32(v))), f"clSetKernelArg({i})")
     # tinygrad's global size counts workgroups, OpenCL's counts work items; no local size would let the driver pick one, so it is always given
     lsz = tuple(local_size) if local_size is not None else (1, 1, 1)
@@ -121,7 +150,7 @@ class GPUProgram:
     check(cl.clEnqueueNDRangeKernel(self.dev.queue, self.kernel, len(gsz), None, (ctypes.c_size_t * len(gsz))(*gsz),
                                     (ctypes.c_size_t * len(lsz))(*lsz), 0, None, ctypes.byref(evt) if wait else None), f"launch of {self.name}")
     if not wait:
-      if not self.dev.allocator.host_backed.isdisjoint(bufs): self.dev.synchronize()
+      if not self.dev.allocator.host_backed.isdisjoint(_mem(b)[0] for b in bufs): self.dev.synchronize()
       return None
     check(cl.clWaitForEvents(1, ctypes.byref(evt)), "clWaitForEvents")
     start, end = [ctypes.c_uint64.from_buffer_copy(_info(cl.clGetEventProfilingInfo, evt, p)).value for p in (0x1282, 0x1283)]
@@ -159,6 +188,7 @@ class GPUDevice(Compiled):
     renderer.dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d != dtypes.float64 or "cl_khr_fp64" in self.extensions)
     renderer.local_max = tuple(ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1005), i*8).value for i in range(3))
     renderer.shared_max = ctypes.c_uint64.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1023)).value
+    self.base_align = ctypes.c_uint32.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1019)).value // 8   # MEM_BASE_ADDR_ALIGN, bits
     self.max_workgroup = ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1004)).value
     self.allocator: GPUAllocator
     super().__init__(device, GPUAllocator(self), renderer, GPUCompiler(self), functools.partial(GPUProgram, self))

@@ -4,12 +4,13 @@
 # nothing from the wire is unpickled or run as Python. Kernels travel as source and the server compiles them (they are code: serve only
 # clients you trust, which is why the server binds 127.0.0.1 unless told otherwise).
 from __future__ import annotations
-import argparse, atexit, functools, http.client, http.server, importlib, itertools, json, os, struct, uuid
+import argparse, atexit, dataclasses, functools, http.client, http.server, importlib, itertools, json, os, struct, uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from tinygrad.device import Allocator, BufferSpec, Compiled, Compiler, CompileError, Device
 from tinygrad.dtype import DTYPES_DICT, INVERSE_DTYPES_DICT
 from tinygrad.helpers import DEBUG
+from tinygrad.renderer import MachineModel
 
 DEFAULT_PORT = 6667
 # the renderers a client builds from the server's answer, by class name. Not PythonRenderer: its "source" is a pickle
@@ -84,7 +85,11 @@ class RemoteServer:
 
   def op_info(self) -> dict:
     ren = self.dev.renderer
-    return {"device": self.dev.device, "renderer": type(ren).__name__, "options": {k: getattr(ren, k, None) for k in RENDERER_OPTIONS},
+    # the renderer's constructor arguments (an OpenCL device's half support, a GPU's arch) as its __reduce__ gives them: plain values only
+    args = [a for a in ren.__reduce__()[1] if a is None or type(a) in (str, int, bool)]
+    return {"device": self.dev.device, "renderer": type(ren).__name__, "args": args,
+            "options": {k: getattr(ren, k, None) for k in RENDERER_OPTIONS},
+            "machine": dataclasses.asdict(ren.machine) if ren.machine is not None else None,
             "dtypes": None if ren.dtypes_supported is None else sorted(INVERSE_DTYPES_DICT[d.name] for d in ren.dtypes_supported),
             "held": self.held, "max_mem": self.max_mem, "max_body": self.max_body, "buffers": len(self.bufs), "programs": len(self.programs)}
   def op_sync(self) -> None: self.dev.synchronize()
@@ -248,11 +253,22 @@ class RemoteProgram:
 def renderer_from_info(info:dict) -> Any:
   if (name := info.get("renderer")) not in RENDERERS:
     raise RuntimeError(f"the REMOTE server's renderer {name!r:.80} isn't one of {', '.join(RENDERERS)}")
-  ren = getattr(importlib.import_module(RENDERERS[name]), name)()
+  args = info.get("args", [])
+  if type(args) is not list or len(args) > 4 or not all(a is None or type(a) in (str, int, bool) for a in args):
+    raise RuntimeError(f"the REMOTE server's renderer arguments {args!r:.80} must be a short list of plain values")
+  try: ren = getattr(importlib.import_module(RENDERERS[name]), name)(*args)
+  except (TypeError, ValueError) as e: raise RuntimeError(f"the REMOTE server's renderer {name}{tuple(args)!r:.80} can't be made: {e}") from None
   for k, v in info.get("options", {}).items():
     if k in RENDERER_OPTIONS and (v is None or type(v) in (int, bool) or (type(v) is list and all(type(x) is int for x in v))):
       setattr(ren, k, tuple(v) if isinstance(v, list) else v)
   if isinstance(names := info.get("dtypes"), list): ren.dtypes_supported = frozenset(DTYPES_DICT[n] for n in names if n in DTYPES_DICT)
+  # the server's CPU, so kernels are tiled and threaded for the machine that runs them (not the client's)
+  if isinstance(m := info.get("machine"), dict):
+    # the field types are strings here (annotations are not evaluated); a JSON float may come as an int
+    fields = {f.name: {"str": (str,), "int": (int,), "float": (float, int)}[str(f.type)] for f in dataclasses.fields(MachineModel)}
+    if set(m) != set(fields) or not all(type(v) in fields[k] for k, v in m.items()):
+      raise RuntimeError(f"the REMOTE server's machine model {m!r:.200} doesn't have the fields {', '.join(fields)}")
+    ren.machine = MachineModel(**m)
   return ren
 
 class RemoteDevice(Compiled):

@@ -91,6 +91,18 @@ def wgpu() -> Any:
     raise DeviceUnavailable(f"WEBGPU needs wgpu-native {MIN_VERSION} or newer, {path} is version {ver}: `pip install -U --no-deps wgpu`")
   return lib
 
+class WGView:
+  """Part of a buffer (Buffer.view, the memory planner's slots). Copies reach it through the base at the offset; a kernel binds the base at
+  the offset, which WebGPU allows only at multiples of minStorageBufferOffsetAlignment (256): a kernel refuses any other view."""
+  def __init__(self, base:int, offset:int, size:int, align:int): self.base, self.offset, self.size, self.align = base, offset, size, align
+  def binding(self) -> tuple[int, int, int]:
+    if self.offset % self.align:
+      raise RuntimeError(f"a kernel can't take a view at byte offset {self.offset} of a WEBGPU buffer: storage bindings start at multiples of "
+                         f"{self.align} bytes (minStorageBufferOffsetAlignment); copy it with .contiguous() on another device first")
+    return self.base, self.offset, round_up(max(self.size, 4), 4)
+
+def _region(buf:int|WGView) -> tuple[int, int]: return (buf, 0) if isinstance(buf, int) else (buf.base, buf.offset)
+
 class WEBGPUAllocator(LRUAllocator[int]):
   """Storage buffers, sized up to whole 32-bit words (WGSL reads and writes no smaller unit; copies move multiples of 4 bytes)."""
   def __init__(self, dev:WEBGPUDevice):
@@ -103,14 +115,23 @@ class WEBGPUAllocator(LRUAllocator[int]):
   def _free(self, opaque:int, options:BufferSpec) -> None:
     wgpu().wgpuBufferDestroy(opaque)
     wgpu().wgpuBufferRelease(opaque)
-  def _copyin(self, dest:int, src:memoryview) -> None:
-    data = bytes(src) + b"\0" * (-src.nbytes % 4)   # writes are whole words; the buffer was sized for that
-    wgpu().wgpuQueueWriteBuffer(self.dev.queue, dest, 0, data, len(data))
-  def _copyout(self, dest:memoryview, src:int) -> None:
-    dest[:] = self.dev.read(src, dest.nbytes)
+  def _offset(self, buf:int, size:int, offset:int) -> WGView: return WGView(buf, offset, size, self.dev.limits.minStorageBufferOffsetAlignment)
+  def _copyin(self, dest:int|WGView, src:memoryview) -> None:
+    # writes are whole words at word offsets: a base buffer was sized for that, a view's partial words at either end keep their other bytes
+    base, off = _region(dest)
+    start, end = off - off % 4, round_up(off + src.nbytes, 4)
+    data = bytearray(self.dev.read(base, end - start, start) if isinstance(dest, WGView) and (off % 4 or src.nbytes % 4) else end - start)
+    data[off-start:off-start+src.nbytes] = src
+    wgpu().wgpuQueueWriteBuffer(self.dev.queue, base, start, bytes(data), len(data))
+  def _copyout(self, dest:memoryview, src:int|WGView) -> None:
+    base, off = _region(src)
+    dest[:] = self.dev.read(base, dest.nbytes, off)
   def can_transfer(self, src:Any) -> bool: return src is self   # buffers of one WebGPU device only: WEBGPU:1 is another device
-  def _transfer(self, dest:int, src:int, nbytes:int, src_dev:Compiled, dest_dev:Compiled) -> None:
-    self.dev.submit(lambda enc: wgpu().wgpuCommandEncoderCopyBufferToBuffer(enc, src, 0, dest, 0, round_up(nbytes, 4)))
+  def _transfer(self, dest:int|WGView, src:int|WGView, nbytes:int, src_dev:Compiled, dest_dev:Compiled) -> None:
+    (db, do), (sb, so) = _region(dest), _region(src)
+    # a buffer copy moves whole words between word offsets; a view's partial word goes through host memory
+    if do % 4 or so % 4 or (nbytes % 4 and isinstance(dest, WGView)): return self._copyin(dest, memoryview(self.dev.read(sb, nbytes, so)))
+    self.dev.submit(lambda enc: wgpu().wgpuCommandEncoderCopyBufferToBuffer(enc, sb, so, db, do, round_up(nbytes, 4)))
 
 class WEBGPUCompiler(Compiler):
   """WGSL is compiled by the driver when a pipeline is made; here naga validates it so errors come early, with the source, and the source
@@ -138,14 +159,15 @@ class WEBGPUProgram:
       if hasattr(self, "pipeline"): wgpu().wgpuComputePipelineRelease(self.pipeline)
       if getattr(self, "vals_buf", None): wgpu().wgpuBufferRelease(self.vals_buf)
     except Exception: pass
-  def __call__(self, *bufs:int, global_size:tuple[int,...]|None=(1,1,1), local_size:tuple[int,...]|None=None, vals:tuple[int, ...]=(),
+  def __call__(self, *bufs:int|WGView, global_size:tuple[int,...]|None=(1,1,1), local_size:tuple[int,...]|None=None, vals:tuple[int, ...]=(),
                wait:bool=False) -> float|None:
     lw, dev = wgpu(), self.dev
     if vals and self.vals_buf is not None:
       vb = (ctypes.c_int32 * len(vals))(*vals)
       lw.wgpuQueueWriteBuffer(dev.queue, self.vals_buf, 0, vb, ctypes.sizeof(vb))
-    handles = list(bufs) + ([self.vals_buf] if vals else [])
-    entries = (BindGroupEntry * len(handles))(*[BindGroupEntry(binding=i, buffer=b, size=2**64-1) for i, b in enumerate(handles)])   # WHOLE_SIZE
+    # a whole buffer binds with WHOLE_SIZE, a view its own range
+    handles = [(b, 0, 2**64-1) if isinstance(b, int) else b.binding() for b in bufs] + ([(self.vals_buf, 0, 2**64-1)] if vals else [])
+    entries = (BindGroupEntry * len(handles))(*[BindGroupEntry(binding=i, buffer=b, offset=o, size=n) for i, (b, o, n) in enumerate(handles)])
     desc = BindGroupDescriptor(layout=self.layout, entryCount=len(handles), entries=entries)
     group = lw.wgpuDeviceCreateBindGroup(dev.handle, ctypes.byref(desc))
     gs = tuple(global_size or (1, 1, 1)) + (1, 1, 1)
@@ -229,12 +251,13 @@ class WEBGPUDevice(Compiled):
     self.lw.wgpuQueueSubmit(self.queue, 1, ctypes.byref(c_p(cmd)))
     self.lw.wgpuCommandBufferRelease(cmd)
     self.lw.wgpuCommandEncoderRelease(enc)
-  def read(self, src:int, nbytes:int) -> bytes:
-    """nbytes from the start of buffer src, through a mappable staging buffer."""
-    size = round_up(max(nbytes, 4), 4)
+  def read(self, src:int, nbytes:int, offset:int=0) -> bytes:
+    """nbytes at offset in buffer src, through a mappable staging buffer (a copy of the whole words around them)."""
+    start = offset - offset % 4
+    size = round_up(max(offset + nbytes - start, 4), 4)
     staging = self.buffer(size, USAGE_MAP_READ | USAGE_COPY_DST)
     try:
-      self.submit(lambda enc: self.lw.wgpuCommandEncoderCopyBufferToBuffer(enc, src, 0, staging, 0, size))
+      self.submit(lambda enc: self.lw.wgpuCommandEncoderCopyBufferToBuffer(enc, src, start, staging, 0, size))
       got: list[int] = []
       cb = MapCB(lambda st, msg, u1, u2: got.append(st))
       self.lw.wgpuBufferMapAsync(staging, 1, 0, size, MapCBInfo(mode=SPONTANEOUS, callback=cb))   # WGPUMapMode_Read
@@ -243,7 +266,7 @@ class WEBGPUDevice(Compiled):
         self.lw.wgpuInstanceProcessEvents(self.instance)
       self.raise_errors("reading a buffer")
       if got[0] != SUCCESS: raise RuntimeError(f"WEBGPU: mapping a buffer for reading failed (status {got[0]})")
-      ret = ctypes.string_at(self.lw.wgpuBufferGetConstMappedRange(staging, 0, size), nbytes)
+      ret = ctypes.string_at(self.lw.wgpuBufferGetConstMappedRange(staging, 0, size) + offset - start, nbytes)
       self.lw.wgpuBufferUnmap(staging)
       return ret
     finally:
