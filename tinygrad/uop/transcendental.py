@@ -211,10 +211,12 @@ def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   return hi.ne(hi).where(math.nan, u)
 
 def xexp(d:UOp) -> UOp:
-  """e**d: d = k*ln2 + r, k = trunc(d/ln2) clamped to the exponents of finite nonzero results (so 2**k is exact: only exponent bits),
-  k*ln2 taken off exactly (Cody-Waite: ln2's high part has enough trailing zeros that k times it is exact), then e**r by its Taylor series
-  (|r| < ln2) times 2**k. Past the range r grows; its clip to just above ln2 makes the product overflow to inf or round to 0, as it
-  should. A nan goes on through r. Every clamp is a max/min select (one vector instruction); no int maths but the 2**k bits."""
+  """e**d: d = k*ln2 + r, k = d/ln2 rounded to nearest (adding and taking off 1.5*2**mantissa_bits rounds in two float ops; |d/ln2| too large
+  for that lands past the clamps anyway), clamped to the exponents where e**d is finite and nonzero, k*ln2 taken off exactly (Cody-Waite:
+  ln2's high part has enough trailing zeros that k times it is exact), then e**r (|r| <= ln2/2 in range) by its Taylor series, times 2**k
+  in two exact power-of-two factors (the last product rounds once, also into the denormals). Past the range r grows; its clip to 0.71
+  makes the product overflow to inf or round to 0, as it should. A nan goes on through r. Every clamp is a max/min select (one vector
+  instruction); no int maths but the 2**k bits."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xexp(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
   f64 = _is64(dt)
@@ -222,15 +224,18 @@ def xexp(d:UOp) -> UOp:
   keep = mantissa_bits(dt) + 1 - (12 if f64 else 9)   # ln2's high part: |k| < 2**12 (2**9) times it is exact
   hi = math.ldexp(round(math.ldexp(float(ln2), keep)), -keep)
   lo = _rnd(ln2 - Fraction(hi), dt)
-  kmin, kmax = (-1074.0, 1023.0) if f64 else (-149.0, 127.0)
+  kmin, kmax = (-1075.0, 1024.0) if f64 else (-150.0, 128.0)
+  magic = 1.5 * 2.0**mantissa_bits(dt)
   t = d * _rnd(1 / ln2, dt)
-  k = (_fc(t, kmin) < t).where(t, kmin)
-  k = (k < kmax).where(k, kmax).alu(Ops.TRUNC)
+  k = (t + magic) - magic
+  k = (_fc(k, kmin) < k).where(k, kmin)
+  k = (k < kmax).where(k, kmax)
   r = (d - k * hi) - k * lo
   r = (r < -0.71).where(-0.71, r)
   r = (_fc(r, 0.71) < r).where(0.71, r)
-  # Taylor terms until the first left out is below 2**-29 (float32) / 2**-60 (float64) of e**-0.71
-  return _poly(r, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(17 if f64 else 10, -1, -1)]) * _exp2_core(k)
+  # Taylor terms until the first left out, on |r| <= ln2/2, is below 2**-(mantissa bits + 5)
+  n = next(n for n in range(4, 30) if 0.3466**(n+1) / math.factorial(n+1) < 2.0**-(mantissa_bits(dt) + 5))
+  return ldexp2k(_poly(r, [_rnd(Fraction(1, math.factorial(i)), dt) for i in range(n, -1, -1)]), k.cast(int_type(k.dtype)))
 
 def xtanh(d:UOp) -> UOp:
   """tanh |d| with d's sign: below |d| = 0.55 as e/(e+2) with e = expm1(2|d|) by its Taylor series (all terms positive: no cancellation),
