@@ -1,9 +1,10 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import dtypes
-from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey
+from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _unique_counter, buffers
+from tinygrad.device import Buffer
 from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE
 from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN
 from tinygrad.schedule.kernelize import KernelBuilder
@@ -38,23 +39,25 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
   pos: dict[UOp, int] = {}
   entries: list[Any] = []
   inputs: list[UOp] = []
-  has_buf: set[int] = set()
+  has_buf: list[bool] = []
   stack: list[tuple[UOp, bool]] = [(sink, False)]
   while stack:
     u, srcs_done = stack.pop()
     if u in pos: continue
     if u.op is Ops.BUFFER:
-      has_buf.add(len(entries))
       entries.append((Ops.BUFFER, u.dtype, u.arg, u.src[1].arg, len(inputs)))
+      has_buf.append(True)
       inputs.append(u)
     elif not srcs_done:
       stack.append((u, True))
       stack.extend((s, False) for s in reversed(u.src) if s not in pos)
       continue
-    elif any(pos[s] in has_buf for s in u.src):
-      has_buf.add(len(entries))
-      entries.append((u.op, u.dtype, _argkey(u.arg), tuple(pos[s] for s in u.src)))
-    else: entries.append(u)
+    elif any(has_buf[pos[s]] for s in u.src):
+      entries.append((u.op, u.dtype, u.arg if u.arg is None or type(u.arg) is int else _argkey(u.arg), tuple(pos[s] for s in u.src)))
+      has_buf.append(True)
+    else:
+      entries.append(u)
+      has_buf.append(False)
     pos[u] = len(entries) - 1
   return list(pos), inputs, tuple(entries)
 
@@ -86,10 +89,13 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   else: plan_stats["hits"] += 1
   # the plan on real buffers: stand-ins become the inputs, the plan's outputs fresh buffers; becomes_map keys go back to the caller's graph
   real = dict(zip(plan.stand_ins, inputs))
-  for o in plan.outputs: real[o] = UOp.new_buffer(cast(str, o.device), o.arg, o.dtype)
+  made: dict[UOp, Buffer] = {}   # the outputs' Buffers, made here directly: a lookup in the weak `buffers` map costs more
+  for o in plan.outputs:
+    real[o] = u = UOp(Ops.BUFFER, o.dtype, (UOp(Ops.UNIQUE, arg=next(_unique_counter)), o.src[1]), o.arg)
+    if isinstance(dev := o.src[1].arg, str): buffers[u] = made[o] = Buffer(dev, o.arg, o.dtype)
   if DEBUG >= 3: print(f"scheduled {len(plan.items)} items")
-  schedule = [ScheduleItem(ast.substitute(real) if ast.op is Ops.COPY else ast, tuple(real.get(b, b).buffer for b in bufs), var_vals=vv)
-              for ast, bufs, vv in plan.items]
+  schedule = [ScheduleItem(ast.substitute(real) if ast.op is Ops.COPY else ast, tuple(made[b] if b in made else real.get(b, b).buffer for b in bufs),
+                           var_vals=vv) for ast, bufs, vv in plan.items]
   for u in plan.rebuild:
     if u not in real: real[u] = UOp(u.op, u.dtype, tuple(real.get(s, s) for s in u.src), u.arg)
   return schedule, plan.var_vals, {nodes[i]: real.get(v, v) for i, v in plan.becomes}
