@@ -131,7 +131,7 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
   # A tensor that is a view of a buffer holds no realized node: skipped, so a realize costs no walk over the model's weights;
   # and a tensor that is a realized node itself (the usual case: the one realize() was called on) needs no walk either
   for t in tensors:
-    if (v := becomes_map.get(t.uop)) is not None: t.uop = v
+    if (realized := becomes_map.get(t.uop)) is not None: t.uop = realized
   tensors = [t for t in tensors if t.uop.base.op is not Ops.BUFFER]
   if not tensors: return
   old_sink = UOp.sink(*[t.uop for t in tensors])

@@ -92,9 +92,10 @@ def compile_ahead(schedule:list[ScheduleItem]) -> None:
   (Compiler.threaded): compiles overlap with the Python that lowers the rest, and with each other. A kernel that fails here is lowered
   again in its turn, and raises there. Not under BEAM, which times candidates on inputs that the earlier kernels fill."""
   if BEAM >= 1: return
+  flags = program_flags()
   for si in schedule:
     if si.ast.op is not Ops.SINK or not (dev := Device[si.bufs[0].device]).compiler.threaded: continue
-    if (key := (si.bufs[0].device, si.ast, dev.renderer, program_flags())) in method_cache or key in programs_ahead: continue
+    if (key := (si.bufs[0].device, si.ast, dev.renderer, flags)) in method_cache or key in programs_ahead: continue
     try: programs_ahead[key] = p = _program(si.ast, dev.renderer, None)
     except Exception: continue
     dev.compiler.compile_ahead(p.src)
