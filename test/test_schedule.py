@@ -235,6 +235,18 @@ def test_plan_cache_tells_graphs_apart(change):
   assert misses == 1
   np.testing.assert_allclose(t.numpy(), ref, rtol=1e-3)
 
+def test_realize_repoints_only_what_it_computed():
+  # realize skips tensors that are buffer views; a view that was itself realized (a copy's source) still reads right afterwards
+  xn = np.arange(12, dtype=np.float32).reshape(3, 4)
+  x = Tensor(xn).realize()
+  y = x[1:3]
+  z = y.to("PYTHON").realize()
+  w = (x * 2).realize()
+  np.testing.assert_equal(z.numpy(), xn[1:3])
+  np.testing.assert_equal(y.numpy(), xn[1:3])
+  np.testing.assert_equal(w.numpy(), xn * 2)
+  assert w.uop.base.op is Ops.BUFFER and x.uop.base.op is Ops.BUFFER
+
 def test_conv_with_packed_weight_copies_nothing():
   # a weight packed once (output channels innermost) is read as it is: the conv is one kernel; unpacked, a CPU conv copies it first
   x, w = Tensor.randn(2, 16, 12, 12).realize(), Tensor.randn(32, 16, 3, 3).realize()

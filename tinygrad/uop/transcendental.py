@@ -243,15 +243,16 @@ def xtanh(d:UOp) -> UOp:
   |d| is clipped where tanh rounds to 1 (a nan passes the clip), so e stays finite. inf -> +-1, nan -> nan, -0 -> -0."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xtanh(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
-  ax = _abs(d)
+  ut, sign = int_type(d.dtype, True), 1 << (dt.itemsize * 8 - 1)
+  ax = (d.bitcast(ut) & (sign - 1)).bitcast(d.dtype)   # |d| and then d's sign back: bit operations, one vector instruction each
   small = ax < 0.55
   y = small.where(ax, 0.0) * 2.0
   # expm1(y) on |y| < 1.1: Taylor terms until the first left out is below 2**-30 (float32) / 2**-57 (float64) of y
   em = y + y * (y * _poly(y, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(20 if _is64(dt) else 13, 1, -1)]))
   top = _fc(ax, 19.5 if _is64(dt) else 9.1)
   em = small.where(em, xexp((top < ax).where(top, ax) * 2.0) - 1.0)
-  r = em / (em + 2.0)
-  return d.ne(0).where((d < 0).where(-r, r), d)
+  r = em / (em + 2.0)   # >= 0 (or nan)
+  return (r.bitcast(ut) | (d.bitcast(ut) & sign)).bitcast(d.dtype)
 
 def xexp2(d:UOp) -> UOp:
   """2**d: overflow -> inf, underflow -> 0 (correctly rounded through the denormals), nan -> nan, -inf -> 0, inf -> inf"""
