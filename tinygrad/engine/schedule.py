@@ -53,7 +53,9 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
       stack.extend((s, False) for s in reversed(u.src) if s not in pos)
       continue
     elif any(has_buf[pos[s]] for s in u.src):
-      entries.append((u.op, u.dtype, u.arg if u.arg is None or type(u.arg) is int else _argkey(u.arg), tuple(pos[s] for s in u.src)))
+      # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement args are ints)
+      arg = u.arg if u.arg is None or type(u.arg) is int or u.op in GroupOp.Movement else _argkey(u.arg)
+      entries.append((u.op, u.dtype, arg, tuple(pos[s] for s in u.src)))
       has_buf.append(True)
     else:
       entries.append(u)

@@ -211,12 +211,11 @@ def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   return hi.ne(hi).where(math.nan, u)
 
 def xexp(d:UOp) -> UOp:
-  """e**d: d = k*ln2 + r, k = d/ln2 rounded to nearest (adding and taking off 1.5*2**mantissa_bits rounds in two float ops; |d/ln2| too large
-  for that lands past the clamps anyway), clamped to the exponents where e**d is finite and nonzero, k*ln2 taken off exactly (Cody-Waite:
-  ln2's high part has enough trailing zeros that k times it is exact), then e**r (|r| <= ln2/2 in range) by its Taylor series, times 2**k
-  in two exact power-of-two factors (the last product rounds once, also into the denormals). Past the range r grows; its clip to 0.71
-  makes the product overflow to inf or round to 0, as it should. A nan goes on through r. Every clamp is a max/min select (one vector
-  instruction); no int maths but the 2**k bits."""
+  """e**d: d = k*ln2 + r, k = d/ln2 rounded to nearest, clamped to the exponents where e**d is finite and nonzero, k*ln2 taken off
+  exactly (Cody-Waite: ln2's high part has enough trailing zeros that k times it is exact), then e**r (|r| <= ln2/2 in range) by its
+  Taylor series, times 2**k in two exact power-of-two factors (the last product rounds once, also into the denormals). Past the range
+  r grows; its clip to 0.71 makes the product overflow to inf or round to 0, as it should. A nan goes on through r. Every clamp is a
+  max/min select (one vector instruction); no int maths but the 2**k bits."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xexp(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
   f64 = _is64(dt)
@@ -225,9 +224,9 @@ def xexp(d:UOp) -> UOp:
   hi = math.ldexp(round(math.ldexp(float(ln2), keep)), -keep)
   lo = _rnd(ln2 - Fraction(hi), dt)
   kmin, kmax = (-1075.0, 1024.0) if f64 else (-150.0, 128.0)
-  magic = 1.5 * 2.0**mantissa_bits(dt)
   t = d * _rnd(1 / ln2, dt)
-  k = (t + magic) - magic
+  # floor(t + 1/2), t rounded to nearest, as a TRUNC of a value that is positive wherever the result is above kmin (no select)
+  k = (t + (0.5 - kmin)).alu(Ops.TRUNC) + kmin
   k = (_fc(k, kmin) < k).where(k, kmin)
   k = (k < kmax).where(k, kmax)
   r = (d - k * hi) - k * lo
@@ -238,9 +237,9 @@ def xexp(d:UOp) -> UOp:
   return ldexp2k(_poly(r, [_rnd(Fraction(1, math.factorial(i)), dt) for i in range(n, -1, -1)]), k.cast(int_type(k.dtype)))
 
 def xtanh(d:UOp) -> UOp:
-  """tanh |d| with d's sign, as e/(e+2) with e = expm1(2|d|): one division. Below |d| = 0.55 e comes from expm1's Taylor series (all terms
-  positive: no cancellation), above from e**2|d| - 1 (e**2|d| >= 3 there, so the subtraction costs little, and e/(e+2) halves that error).
-  |d| is clipped where tanh rounds to 1 (a nan passes the clip), so e stays finite. inf -> +-1, nan -> nan, -0 -> -0."""
+  """tanh |d| with d's sign: below |d| = 0.55 as e/(e+2) with e = expm1(2|d|) by its Taylor series (all terms positive: no cancellation),
+  above as 1 - 2/(1 + e**2|d|): the result is at least 1/2 there, so the subtraction costs under an ulp. One division serves both.
+  inf -> +-1, nan -> nan, -0 -> -0."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xtanh(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
   ut, sign = int_type(d.dtype, True), 1 << (dt.itemsize * 8 - 1)
@@ -249,9 +248,9 @@ def xtanh(d:UOp) -> UOp:
   y = small.where(ax, 0.0) * 2.0
   # expm1(y) on |y| < 1.1: Taylor terms until the first left out is below 2**-30 (float32) / 2**-57 (float64) of y
   em = y + y * (y * _poly(y, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(20 if _is64(dt) else 13, 1, -1)]))
-  top = _fc(ax, 19.5 if _is64(dt) else 9.1)
-  em = small.where(em, xexp((top < ax).where(top, ax) * 2.0) - 1.0)
-  r = em / (em + 2.0)   # >= 0 (or nan)
+  # one division for both forms: em/(em+2) below, 2/(e**2|d|+1) above (then 1 minus it: near 1 that keeps the result within an ulp)
+  q = small.where(em, 2.0) / small.where(em + 2.0, xexp(ax * 2.0) + 1.0)
+  r = small.where(q, 1.0 - q)   # >= 0 (or nan)
   return (r.bitcast(ut) | (d.bitcast(ut) & sign)).bitcast(d.dtype)
 
 def xexp2(d:UOp) -> UOp:
