@@ -186,6 +186,67 @@ def test_plan_cache_off_matches(device):
   with Context(SCHEDULE_CACHE=0): off = (x.exp() / x.exp().sum(1, keepdim=True)).numpy()
   np.testing.assert_allclose((x.exp() / x.exp().sum(1, keepdim=True)).numpy(), off, rtol=1e-6)
 
+def _counts(fxn) -> tuple[int, int, int]:
+  # (scheduler runs, plan cache hits, kernels lowered from scratch) while fxn runs
+  from tinygrad.engine import schedule, realize
+  m, h, lowered = schedule.plan_stats["misses"], schedule.plan_stats["hits"], len(realize.method_cache)
+  fxn()
+  return schedule.plan_stats["misses"] - m, schedule.plan_stats["hits"] - h, len(realize.method_cache) - lowered
+
+def test_repeated_realize_skips_scheduler_and_lowering(device):
+  rng = np.random.default_rng(1)
+  an, bn, cn, xn = [rng.standard_normal((8, 8), dtype=np.float32) for _ in range(4)]
+  a, b, c, x = [Tensor(v, device=device).realize() for v in (an, bn, cn, xn)]
+  graphs = {"a*b+c": (lambda: a*b+c, an*bn+cn), "sum": (lambda: x.sum(), xn.sum()), "matmul": (lambda: a@b, an@bn),
+            "softmax": (lambda: x.softmax(-1), np.exp(xn) / np.exp(xn).sum(-1, keepdims=True))}
+  for name, (make, ref) in graphs.items():
+    make().realize()
+    for _ in range(3):
+      out = None
+      def run():
+        nonlocal out
+        out = make().realize()
+      misses, hits, lowered = _counts(run)
+      assert (misses, hits, lowered) == (0, 1, 0), f"{name}: scheduler ran {misses}x, {hits} hits, {lowered} new kernels"
+      np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-5)
+  # the same structure on other buffers of the same dtype/size/device is a hit too, and reads the new inputs
+  out = None
+  def on_other_inputs():
+    nonlocal out
+    out = (c*a+b).realize()
+  assert _counts(on_other_inputs)[:2] == (0, 1)
+  np.testing.assert_allclose(out.numpy(), cn*an+bn, rtol=1e-6)
+
+@pytest.mark.parametrize("change", ["const", "negzero", "shape", "dtype", "device", "same buffer twice"])
+def test_plan_cache_tells_graphs_apart(change):
+  # graphs that differ only in a constant, a shape, a dtype, a device or which inputs alias get their own plans and the right values
+  xn = np.arange(-6, 6, dtype=np.float32).reshape(3, 4)
+  x, y = Tensor(xn).realize(), Tensor(xn + 1).realize()
+  base = lambda t: (t * 2.0 + y).realize()
+  base(x)
+  other = {"const": lambda: ((x * 3.0 + y), xn * 3 + xn + 1), "negzero": lambda: ((x * 0.0).reciprocal(), 1 / (xn * np.float32(0.0))),
+           "shape": lambda: (Tensor(xn.reshape(4, 3)).realize() * 2.0 + Tensor(xn.reshape(4, 3) + 1), xn.reshape(4, 3) * 2 + xn.reshape(4, 3) + 1),
+           "dtype": lambda: (x.cast("float16") * 2.0 + y.cast("float16"), (xn * 2 + xn + 1).astype(np.float16)),
+           "device": lambda: (x.to("PYTHON") * 2.0 + y.to("PYTHON"), xn * 2 + xn + 1),
+           "same buffer twice": lambda: (x * 2.0 + x, xn * 3)}[change]
+  if change == "negzero": (x * -0.0).reciprocal().realize()   # -0.0 and 0.0 hash alike as floats: the plan of one must not serve the other
+  with np.errstate(divide="ignore"): t, ref = other()
+  misses, _, _ = _counts(lambda: t.realize())
+  assert misses == 1
+  np.testing.assert_allclose(t.numpy(), ref, rtol=1e-3)
+
+def test_realize_repoints_only_what_it_computed():
+  # realize skips tensors that are buffer views; a view that was itself realized (a copy's source) still reads right afterwards
+  xn = np.arange(12, dtype=np.float32).reshape(3, 4)
+  x = Tensor(xn).realize()
+  y = x[1:3]
+  z = y.to("PYTHON").realize()
+  w = (x * 2).realize()
+  np.testing.assert_equal(z.numpy(), xn[1:3])
+  np.testing.assert_equal(y.numpy(), xn[1:3])
+  np.testing.assert_equal(w.numpy(), xn * 2)
+  assert w.uop.base.op is Ops.BUFFER and x.uop.base.op is Ops.BUFFER
+
 def test_conv_with_packed_weight_copies_nothing():
   # a weight packed once (output channels innermost) is read as it is: the conv is one kernel; unpacked, a CPU conv copies it first
   x, w = Tensor.randn(2, 16, 12, 12).realize(), Tensor.randn(32, 16, 3, 3).realize()

@@ -24,6 +24,7 @@ class _Device:
     # "CPU:0" is the same device as "CPU"; anything else after the colon (an index, a DISK path) is kept as given
     return base.upper() if rest == "0" or not sep else f"{base.upper()}:{rest}"
   def __getitem__(self, ix:str) -> Compiled:
+    if (dev := self._opened.get(ix)) is not None: return dev   # the usual case: an open device by its canonical name
     name = self.canonicalize(ix)
     if (dev := self._opened.get(name)) is not None: return dev
     base = name.split(":", 1)[0]
@@ -73,6 +74,8 @@ class BufferSpec:
   host: bool = False
   nolru: bool = False
   external_ptr: int|None = None
+
+_NO_SPEC = BufferSpec()   # shared: building and hashing a fresh one on every allocation costs more than the LRU lookup
 
 class Buffer:
   _buf: Any  # the allocator's handle; set only while allocated
@@ -183,9 +186,9 @@ class Allocator(Generic[T]):
     return hasattr(self, "_transfer") and type(src) is type(self)
   def alloc(self, size:int, options:BufferSpec|None=None) -> T:
     if not isinstance(size, int) or size < 0: raise ValueError(f"allocation size must be a non-negative int (bytes), got {size!r}")
-    return self._alloc(size, options if options is not None else BufferSpec())
+    return self._alloc(size, options if options is not None else _NO_SPEC)
   def free(self, opaque:T, size:int, options:BufferSpec|None=None) -> None:
-    self._free(opaque, options if options is not None else BufferSpec())
+    self._free(opaque, options if options is not None else _NO_SPEC)
   def _alloc(self, size:int, options:BufferSpec) -> T: raise NotImplementedError(f"{type(self).__name__} must implement _alloc")
   def _free(self, opaque:T, options:BufferSpec) -> None: pass  # if opaque is a Python object, the garbage collector frees it
   def _copyin(self, dest:T, src:memoryview) -> None: raise NotImplementedError(f"{type(self).__name__} must implement _copyin")
@@ -195,7 +198,7 @@ class LRUAllocator(Allocator[T]):
   """Keeps freed buffers by (size, options) and hands them out again: device allocation is slow, reuse is fast."""
   def __init__(self) -> None: self.cache: defaultdict[tuple[int, BufferSpec], list[T]] = defaultdict(list)
   def alloc(self, size:int, options:BufferSpec|None=None) -> T:
-    options = options if options is not None else BufferSpec()
+    options = options if options is not None else _NO_SPEC
     if options.external_ptr is None and (cached := self.cache.get((size, options))): return cached.pop()
     try: return super().alloc(size, options)
     except MemoryError:
@@ -206,7 +209,7 @@ class LRUAllocator(Allocator[T]):
       for opaque in opaques: super().free(opaque, sz, options)
       opaques.clear()
   def free(self, opaque:T, size:int, options:BufferSpec|None=None) -> None:
-    options = options if options is not None else BufferSpec()
+    options = options if options is not None else _NO_SPEC
     if LRU and not options.nolru and options.external_ptr is None: self.cache[(size, options)].append(opaque)
     else: super().free(opaque, size, options)
 

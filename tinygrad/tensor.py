@@ -127,7 +127,13 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
     _grad_origin.update(new_origins)
     _grad_uops.update((v, None) for v in floats)   # results of float ops on them require grad (int ones only lead backward to zeros)
     _no_grad_uops.clear(); _no_path_uops.clear()
-  # one substitute over the sink of every live graph: shared subgraphs are rewritten once, untouched graphs come back as the same UOps
+  # one substitute over the sink of every live graph: shared subgraphs are rewritten once, untouched graphs come back as the same UOps.
+  # A tensor that is a view of a buffer holds no realized node: skipped, so a realize costs no walk over the model's weights;
+  # and a tensor that is a realized node itself (the usual case: the one realize() was called on) needs no walk either
+  for t in tensors:
+    if (realized := becomes_map.get(t.uop)) is not None: t.uop = realized
+  tensors = [t for t in tensors if t.uop.base.op is not Ops.BUFFER]
+  if not tensors: return
   old_sink = UOp.sink(*[t.uop for t in tensors])
   new_sink = old_sink.substitute(becomes_map)
   if new_sink is old_sink: return

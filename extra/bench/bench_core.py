@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """First-light benchmark: this library against numpy (and torch when installed) in one run, on the default device.
-Usage: python3 extra/bench/bench_core.py [--quick] [--elementwise] [--torch-compile]
+Usage: python3 extra/bench/bench_core.py [--quick] [--elementwise] [--torch-compile] [--one-thread]
   --elementwise: only the elementwise table; --torch-compile: add torch.compile (Inductor) for the fused rows (its first compile is slow)
+  --one-thread: one thread on every side, timed as process CPU time (fair on a loaded machine): each row end to end (build the graph,
+    schedule, run, as a user calls it) and kernels only, against torch eager (numpy for matmul), and the per-call cost of small graphs
 The machine's FMA peak and memory bandwidth are measured first (CPU), and every row says how close it gets to the one that bounds it."""
 import ctypes, os, sys, time, statistics
+if "--one-thread" in sys.argv:   # before numpy and tinygrad read them
+  for k in ("CPU_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"): os.environ[k] = "1"
 import numpy as np
 from tinygrad import Tensor, Device, Context
 from tinygrad.helpers import GlobalCounters
@@ -185,7 +189,61 @@ def elementwise(roofs):
       vals += [nbytes/tc/1e9, tc/t]
     print(f"| {name:20s} | " + " | ".join(f"{v:8.2f}" if i in (3, 6) else f"{v:8.1f}" for i, v in enumerate(vals)) + " |")
 
+def one_thread():
+  """end to end and kernel-only times, process CPU time, one thread everywhere; the median of the better half of the runs"""
+  import torch
+  from tinygrad.engine.realize import lower_schedule
+  torch.set_num_threads(1)
+  pt, reps = time.process_time, (5 if QUICK else 11)
+  def cpu(f) -> float:
+    ts = []
+    for _ in range(reps):
+      st = pt()
+      f()
+      ts.append(pt() - st)
+    return statistics.median(sorted(ts)[:max(1, reps // 2)])
+  def kernels_only(make) -> float:
+    eis = [ei for _, ei in lower_schedule(make().schedule())]
+    for ei in eis: ei.bufs = [b.ensure_allocated() for b in ei.bufs]
+    def run():
+      for ei in eis: ei.run()
+    run()
+    return cpu(run)
+  rng = np.random.default_rng(0)
+  shape = (1024, 1024) if QUICK else (4096, 1024)
+  xn, yn = rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)
+  x, y, xt, yt = Tensor(xn).realize(), Tensor(yn).realize(), torch.from_numpy(xn), torch.from_numpy(yn)
+  F = torch.nn.functional
+  rows = [("exp", lambda: x.exp(), lambda: torch.exp(xt)), ("sigmoid", lambda: x.sigmoid(), lambda: torch.sigmoid(xt)),
+          ("tanh", lambda: x.tanh(), lambda: torch.tanh(xt)), ("gelu (tanh)", lambda: x.gelu(), lambda: F.gelu(xt, approximate="tanh")),
+          ("log(abs)", lambda: x.abs().log(), lambda: xt.abs().log()), ("relu", lambda: x.relu(), lambda: torch.relu(xt)),
+          ("softmax(-1)", lambda: x.softmax(-1), lambda: xt.softmax(-1)),
+          ("layernorm(-1)", lambda: x.layernorm(), lambda: F.layer_norm(xt, xt.shape[-1:])),
+          ("a*b+c", lambda: x*y+x, lambda: xt*yt+xt), ("sum", lambda: x.sum(), lambda: xt.sum())]
+  print(f"\none thread, process CPU time, {shape[0]}x{shape[1]} fp32 (matmul: NxN), ratio = reference time / ours (>1: ours faster)")
+  print(f"| {'case':18s} | {'ours e2e':>9s} | {'kernels':>9s} | {'reference':>15s} | {'e2e ratio':>9s} | {'kernel ratio':>12s} |")
+  print("|" + "|".join("-"*(w+2) for w in (18, 9, 9, 15, 9, 12)) + "|")
+  def line(name, e2e, kern, ref, ref_name):
+    print(f"| {name:18s} | {e2e*1e3:6.2f} ms | {kern*1e3:6.2f} ms | {ref*1e3:6.2f} ms {ref_name:5s} | {ref/e2e:8.2f}x | {ref/kern:11.2f}x |")
+  for name, ours, ref in rows:
+    ours().realize()
+    line(name, cpu(lambda: ours().realize()), kernels_only(ours), cpu(ref), "torch")
+  for n in ((128, 256) if QUICK else (256, 512)):
+    an, bn = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+    a, b = Tensor(an).realize(), Tensor(bn).realize()
+    (a @ b).realize()
+    line(f"matmul {n}", cpu(lambda: (a @ b).realize()), kernels_only(lambda: a @ b), cpu(lambda: an @ bn), "numpy")
+  # the Python around a kernel: small graphs seen before, per call
+  s = [Tensor(rng.standard_normal((16, 16), dtype=np.float32)).realize() for _ in range(3)]
+  small = [("a*b+c 16x16", lambda: (s[0]*s[1]+s[2]).realize()), ("sum 256", lambda: s[0].sum().realize()),
+           ("matmul 16x16", lambda: (s[0]@s[1]).realize())]
+  print("\nper call, graphs seen before (schedule cache hit, kernels compiled): " + ", ".join(
+    f"{name} {statistics.median([cpu(lambda: [f() for _ in range(100)]) for _ in range(3)])*1e4:.0f} us" for name, f in small))
+
 if __name__ == "__main__":
+  if "--one-thread" in sys.argv:
+    one_thread()
+    sys.exit(0)
   roofs = machine_roofs()
   if roofs: print(f"machine: {roofs[2]} threads, FMA peak {roofs[0]:.0f} GFLOP/s (fp32), copy {roofs[1]:.1f} GB/s (read + write)")
   if "--elementwise" not in sys.argv: main(roofs)

@@ -31,13 +31,18 @@ class CompiledRunner(Runner):
     if DEBUG >= 6: dev.compiler.disassemble(self.lib)
     if dev.program is None: raise RuntimeError(f"device {p.device} runs no kernels")
     self._prg: Program = dev.program(p.function_name, self.lib)
+    # without variables the launch dimensions are the same on every call: worked out once
+    self._dims: tuple[tuple[int, ...], tuple[int, ...]|None]|None = None
+    if not p.vars: self._dims = self._launch_dims({})
     super().__init__(p.name, p.device, p.estimates)
   def __reduce__(self): return self.__class__, (self.p, self.lib)
-  def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None:
+  def _launch_dims(self, var_vals:dict[UOp, int]) -> tuple[tuple[int, ...], tuple[int, ...]|None]:
     global_size, local_size = self.p.launch_dims(var_vals)
-    vals = tuple(var_vals[k] for k in self.p.vars)
-    return self._prg(*[x._buf for x in rawbufs], global_size=tuple(global_size), local_size=tuple(local_size) if local_size else None,
-                     vals=vals, wait=wait)
+    return tuple(global_size), tuple(local_size) if local_size else None
+  def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None:
+    global_size, local_size = self._dims if self._dims is not None else self._launch_dims(var_vals)
+    return self._prg(*[x._buf for x in rawbufs], global_size=global_size, local_size=local_size,
+                     vals=tuple(var_vals[k] for k in self.p.vars) if self.p.vars else (), wait=wait)
 
 class BufferCopy(Runner):
   def __init__(self, total_sz:int, dest_device:str, src_device:str):
@@ -87,9 +92,10 @@ def compile_ahead(schedule:list[ScheduleItem]) -> None:
   (Compiler.threaded): compiles overlap with the Python that lowers the rest, and with each other. A kernel that fails here is lowered
   again in its turn, and raises there. Not under BEAM, which times candidates on inputs that the earlier kernels fill."""
   if BEAM >= 1: return
+  flags = program_flags()
   for si in schedule:
     if si.ast.op is not Ops.SINK or not (dev := Device[si.bufs[0].device]).compiler.threaded: continue
-    if (key := (si.bufs[0].device, si.ast, dev.renderer, program_flags())) in method_cache or key in programs_ahead: continue
+    if (key := (si.bufs[0].device, si.ast, dev.renderer, flags)) in method_cache or key in programs_ahead: continue
     try: programs_ahead[key] = p = _program(si.ast, dev.renderer, None)
     except Exception: continue
     dev.compiler.compile_ahead(p.src)
@@ -108,8 +114,8 @@ class ExecItem:
     et = self.prg(bufs, var_vals, wait=wait or DEBUG >= 2)
     if do_update_stats:
       GlobalCounters.kernel_count += 1
-      op_est = sym_infer(self.prg.estimates.ops, var_vals)
-      mem_est = sym_infer(self.prg.estimates.mem, var_vals)
+      op_est, mem_est = self.prg.estimates.ops, self.prg.estimates.mem
+      if not isinstance(op_est, int) or not isinstance(mem_est, int): op_est, mem_est = sym_infer(op_est, var_vals), sym_infer(mem_est, var_vals)
       GlobalCounters.global_ops += op_est
       GlobalCounters.global_mem += mem_est
       if et is not None: GlobalCounters.time_sum_s += et

@@ -1,8 +1,10 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, graph_rewrite_map
+from tinygrad.dtype import dtypes
+from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _unique_counter, buffers
+from tinygrad.device import Buffer
 from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE
 from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN
 from tinygrad.schedule.kernelize import KernelBuilder
@@ -14,41 +16,93 @@ class ScheduleItem:
   metadata: tuple[Metadata, ...] = ()
   var_vals: dict[UOp, int] = field(default_factory=dict)
 
-# a schedule as the scheduler makes it: (ast, buffer UOps, var_vals) per item in run order, var_vals, becomes_map, the new output buffers
-_Plan = tuple[list[tuple[UOp, tuple[UOp, ...], dict[UOp, int]]], dict[UOp, int], dict[UOp, UOp], list[UOp]]
+@dataclass
+class _Plan:
+  """A schedule as the scheduler makes it, on stand-ins for the graph's input buffers and on output buffers that hold no memory."""
+  items: list[tuple[UOp, tuple[UOp, ...], dict[UOp, int]]]   # (ast, buffer UOps, var_vals) per item, in run order
+  var_vals: dict[UOp, int]
+  becomes: list[tuple[int, UOp]]   # (position of a realized node in the graph walk of _structure, the buffer view that holds it)
+  outputs: list[UOp]               # the new buffers: each use of the plan gets fresh ones
+  stand_ins: list[UOp] = field(default_factory=list)
+  # the nodes of the becomes values that hang off a stand-in or an output, in topological order: rebuilt on the real buffers on each use
+  rebuild: list[UOp] = field(default_factory=list)
+
 _plans: dict[tuple, _Plan] = {}
+plan_stats = {"hits": 0, "misses": 0}   # tests count these: a repeated graph must not reach the scheduler
+
+def _stand_in(i:int, b:UOp) -> UOp: return UOp(Ops.BUFFER, b.dtype, (UOp(Ops.UNIQUE, arg=-1-i), b.src[1]), b.arg)
+
+def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
+  """One walk of the graph: its nodes in topological order, its input BUFFERs in the order met, and a key equal for graphs that differ only in
+  which buffers (of the same dtype, size and device) they read. A subgraph without buffers is its own key: hash-consing makes equal ones
+  the same object."""
+  pos: dict[UOp, int] = {}
+  entries: list[Any] = []
+  inputs: list[UOp] = []
+  has_buf: list[bool] = []
+  stack: list[tuple[UOp, bool]] = [(sink, False)]
+  while stack:
+    u, srcs_done = stack.pop()
+    if u in pos: continue
+    if u.op is Ops.BUFFER:
+      entries.append((Ops.BUFFER, u.dtype, u.arg, u.src[1].arg, len(inputs)))
+      has_buf.append(True)
+      inputs.append(u)
+    elif not srcs_done:
+      stack.append((u, True))
+      stack.extend((s, False) for s in reversed(u.src) if s not in pos)
+      continue
+    elif any(has_buf[pos[s]] for s in u.src):
+      # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement args are ints)
+      arg = u.arg if u.arg is None or type(u.arg) is int or u.op in GroupOp.Movement else _argkey(u.arg)
+      entries.append((u.op, u.dtype, arg, tuple(pos[s] for s in u.src)))
+      has_buf.append(True)
+    else:
+      entries.append(u)
+      has_buf.append(False)
+    pos[u] = len(entries) - 1
+  return list(pos), inputs, tuple(entries)
 
 def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, int], dict[UOp, UOp]]:
   """Cut the tensor graph under sink into kernels. Returns (schedule, var_vals, becomes_map): becomes_map maps the realized
   nodes of the original graph to the buffers (with views) that hold them afterwards.
 
-  Plans are cached by the graph with its input buffers replaced by numbered stand-ins (same dtype, size and device), so rebuilding
+  Plans are cached by the graph's structure with its input buffers as numbered stand-ins (same dtype, size and device), so rebuilding
   the same computation on the same or other buffers (a training step, repeated inference) skips the scheduler. The cache holds
   no real buffer: a hit gets fresh output buffers."""
-  if not SCHEDULE_CACHE: return _instantiate(_plan(sink), {}, {})
-  stand_in: dict[UOp, UOp] = {}
-  norm: dict[UOp, UOp] = {}
-  for u in sink.toposort():
-    if u.op is Ops.BUFFER: norm[u] = stand_in[u] = UOp(Ops.BUFFER, u.dtype, (UOp(Ops.UNIQUE, arg=-1-len(stand_in)), u.src[1]), u.arg)
-    else: norm[u] = u.replace(src=tuple(norm[s] for s in u.src)) if u.src else u
-  key = (norm[sink], SPLIT_REDUCEOPS.value, SPLIT_REDUCE_MIN.value)
-  if (plan := _plans.get(key)) is None:
-    if len(_plans) >= 512: del _plans[next(iter(_plans))]
-    _plans[key] = plan = _plan(norm[sink])
-  real = {**{v: k for k, v in stand_in.items()}, **{o: UOp.new_buffer(cast(str, o.device), o.arg, o.dtype) for o in plan[3]}}
-  return _instantiate(plan, real, {v: k for k, v in norm.items()})
-
-def _instantiate(plan:_Plan, real:dict[UOp, UOp], orig:dict[UOp, UOp]) -> tuple[list[ScheduleItem], dict[UOp, int], dict[UOp, UOp]]:
+  nodes, inputs, structure = _structure(sink)
+  key = (structure, SPLIT_REDUCEOPS.value, SPLIT_REDUCE_MIN.value)
+  if not SCHEDULE_CACHE or (plan := _plans.get(key)) is None:
+    plan_stats["misses"] += 1
+    # the scheduler runs on the graph with stand-ins for its inputs (nodes come in topological order)
+    stand_ins = {b: _stand_in(i, b) for i, b in enumerate(inputs)}
+    norm: dict[UOp, UOp] = {}
+    for u in nodes: norm[u] = stand_ins[u] if u.op is Ops.BUFFER else u.replace(src=tuple(norm[s] for s in u.src)) if u.src else u
+    plan = _plan(norm[sink], {n: i for i, n in enumerate(norm.values())})
+    plan.stand_ins = list(stand_ins.values())
+    swapped = set(plan.stand_ins + plan.outputs)
+    values = UOp(Ops.SINK, dtypes.void, tuple(v for _, v in plan.becomes)).toposort()
+    for u in values:
+      if u not in swapped and any(s in swapped for s in u.src): swapped.add(u)
+    plan.rebuild = [u for u in values if u in swapped and u.src and u.op is not Ops.SINK]
+    if SCHEDULE_CACHE:
+      if len(_plans) >= 512: del _plans[next(iter(_plans))]
+      _plans[key] = plan
+  else: plan_stats["hits"] += 1
   # the plan on real buffers: stand-ins become the inputs, the plan's outputs fresh buffers; becomes_map keys go back to the caller's graph
-  items, var_vals, becomes, _ = plan
-  if DEBUG >= 3: print(f"scheduled {len(items)} items")
-  schedule = [ScheduleItem(ast.substitute(real) if ast.op is Ops.COPY else ast, tuple(real.get(b, b).buffer for b in bufs), var_vals=vv)
-              for ast, bufs, vv in items]
-  # one substitute for every value: shared views are rebuilt once
-  vals = UOp.sink(*becomes.values()).substitute(real).src if becomes else ()
-  return schedule, var_vals, {orig.get(k, k): v for k, v in zip(becomes, vals)}
+  real = dict(zip(plan.stand_ins, inputs))
+  made: dict[UOp, Buffer] = {}   # the outputs' Buffers, made here directly: a lookup in the weak `buffers` map costs more
+  for o in plan.outputs:
+    real[o] = u = UOp(Ops.BUFFER, o.dtype, (UOp(Ops.UNIQUE, arg=next(_unique_counter)), o.src[1]), o.arg)
+    if isinstance(dev := o.src[1].arg, str): buffers[u] = made[o] = Buffer(dev, o.arg, o.dtype)
+  if DEBUG >= 3: print(f"scheduled {len(plan.items)} items")
+  schedule = [ScheduleItem(ast.substitute(real) if ast.op is Ops.COPY else ast, tuple(made[b] if b in made else real.get(b, b).buffer for b in bufs),
+                           var_vals=vv) for ast, bufs, vv in plan.items]
+  for u in plan.rebuild:
+    if u not in real: real[u] = UOp(u.op, u.dtype, tuple(real.get(s, s) for s in u.src), u.arg)
+  return schedule, plan.var_vals, {nodes[i]: real.get(v, v) for i, v in plan.becomes}
 
-def _plan(sink:UOp) -> _Plan:
+def _plan(sink:UOp, pos:dict[UOp, int]) -> _Plan:
   cmap = graph_rewrite_map(sink, early_cleanup, ctx=set())
   clean = cmap[sink]
   realizes = group_realizes(clean)
@@ -107,7 +161,8 @@ def _plan(sink:UOp) -> _Plan:
   if views:   # one substitute for all of them: per-view substitutes would be quadratic in the graph's depth
     rebuilt = UOp.sink(*[new for _, new in views]).substitute({b: replacement[b] for _, new in views if (b := new.base) in replacement})
     becomes_map.update((orig, r) for (orig, _), r in zip(views, rebuilt.src))
-  return [items[i] for i in order], var_vals, becomes_map, [b for r, b in buffer_of.items() if r.op is not Ops.ASSIGN]
+  return _Plan([items[i] for i in order], var_vals, [(pos[k], v) for k, v in becomes_map.items() if k in pos],
+               [b for r, b in buffer_of.items() if r.op is not Ops.ASSIGN])
 
 def _depends(deps:list[set[int]], i:int, j:int) -> bool:
   # item i needs item j, directly or through others

@@ -13,6 +13,11 @@ def _unbound_view(st:ShapeTracker) -> tuple[UOp, dict[UOp, int]]:
   ust, var_vals = st.simplify().unbind()
   return ust.to_uop(), var_vals
 
+@functools.lru_cache(maxsize=16384)
+def _moved(op:Ops, arg, src_shape:tuple, st:ShapeTracker) -> ShapeTracker:
+  # the view of a movement op's source, seen through st. Cached: a training step's kernels walk the same views many times
+  return getattr(ShapeTracker.from_shape(src_shape), op.name.lower())(arg) + st
+
 def _masked(st:ShapeTracker) -> bool: return any(v.mask is not None for v in st.views)
 
 class KernelBuilder:
@@ -68,9 +73,7 @@ class KernelBuilder:
     return None
 
   def children(self, x:UOp, st:ShapeTracker) -> list[tuple[UOp, ShapeTracker]]:
-    if x.op in GroupOp.Movement:
-      src = x.src[0]
-      return [(src, getattr(ShapeTracker.from_shape(src.shape), x.op.name.lower())(x.arg) + st)]
+    if x.op in GroupOp.Movement: return [(x.src[0], _moved(x.op, x.arg, x.src[0].shape, st))]
     if x.op is Ops.REDUCE_AXIS:
       if not (sst := st.simplify()).contiguous or sst.shape != x.shape:
         raise RuntimeError(f"internal: reduce {x.shape} reached through a view {st}; the grouper should have realized it")

@@ -211,10 +211,11 @@ def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   return hi.ne(hi).where(math.nan, u)
 
 def xexp(d:UOp) -> UOp:
-  """e**d: d = k*ln2 + r, k = trunc(d/ln2) clamped to the exponents of finite nonzero results (so 2**k is exact: only exponent bits),
-  k*ln2 taken off exactly (Cody-Waite: ln2's high part has enough trailing zeros that k times it is exact), then e**r by its Taylor series
-  (|r| < ln2) times 2**k. Past the range r grows; its clip to just above ln2 makes the product overflow to inf or round to 0, as it
-  should. A nan goes on through r. Every clamp is a max/min select (one vector instruction); no int maths but the 2**k bits."""
+  """e**d: d = k*ln2 + r, k = d/ln2 rounded to nearest, clamped to the exponents where e**d is finite and nonzero, k*ln2 taken off
+  exactly (Cody-Waite: ln2's high part has enough trailing zeros that k times it is exact), then e**r (|r| <= ln2/2 in range) by its
+  Taylor series, times 2**k in two exact power-of-two factors (the last product rounds once, also into the denormals). Past the range
+  r grows; its clip to 0.71 makes the product overflow to inf or round to 0, as it should. A nan goes on through r. Every clamp is a
+  max/min select (one vector instruction); no int maths but the 2**k bits."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xexp(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
   f64 = _is64(dt)
@@ -222,29 +223,35 @@ def xexp(d:UOp) -> UOp:
   keep = mantissa_bits(dt) + 1 - (12 if f64 else 9)   # ln2's high part: |k| < 2**12 (2**9) times it is exact
   hi = math.ldexp(round(math.ldexp(float(ln2), keep)), -keep)
   lo = _rnd(ln2 - Fraction(hi), dt)
-  kmin, kmax = (-1074.0, 1023.0) if f64 else (-149.0, 127.0)
+  kmin, kmax = (-1075.0, 1024.0) if f64 else (-150.0, 128.0)
   t = d * _rnd(1 / ln2, dt)
-  k = (_fc(t, kmin) < t).where(t, kmin)
-  k = (k < kmax).where(k, kmax).alu(Ops.TRUNC)
+  # floor(t + 1/2), t rounded to nearest, as a TRUNC of a value that is positive wherever the result is above kmin (no select)
+  k = (t + (0.5 - kmin)).alu(Ops.TRUNC) + kmin
+  k = (_fc(k, kmin) < k).where(k, kmin)
+  k = (k < kmax).where(k, kmax)
   r = (d - k * hi) - k * lo
   r = (r < -0.71).where(-0.71, r)
   r = (_fc(r, 0.71) < r).where(0.71, r)
-  # Taylor terms until the first left out is below 2**-29 (float32) / 2**-60 (float64) of e**-0.71
-  return _poly(r, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(17 if f64 else 10, -1, -1)]) * _exp2_core(k)
+  # Taylor terms until the first left out, on |r| <= ln2/2, is below 2**-(mantissa bits + 5)
+  n = next(n for n in range(4, 30) if 0.3466**(n+1) / math.factorial(n+1) < 2.0**-(mantissa_bits(dt) + 5))
+  return ldexp2k(_poly(r, [_rnd(Fraction(1, math.factorial(i)), dt) for i in range(n, -1, -1)]), k.cast(int_type(k.dtype)))
 
 def xtanh(d:UOp) -> UOp:
   """tanh |d| with d's sign: below |d| = 0.55 as e/(e+2) with e = expm1(2|d|) by its Taylor series (all terms positive: no cancellation),
-  above as 1 - 2/(1 + e**2|d|): the result is at least 1/2 there, so the subtraction costs under an ulp. inf -> +-1, nan -> nan, -0 -> -0."""
+  above as 1 - 2/(1 + e**2|d|): the result is at least 1/2 there, so the subtraction costs under an ulp. One division serves both.
+  inf -> +-1, nan -> nan, -0 -> -0."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xtanh(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
-  ax = _abs(d)
+  ut, sign = int_type(d.dtype, True), 1 << (dt.itemsize * 8 - 1)
+  ax = (d.bitcast(ut) & (sign - 1)).bitcast(d.dtype)   # |d| and then d's sign back: bit operations, one vector instruction each
   small = ax < 0.55
   y = small.where(ax, 0.0) * 2.0
   # expm1(y) on |y| < 1.1: Taylor terms until the first left out is below 2**-30 (float32) / 2**-57 (float64) of y
   em = y + y * (y * _poly(y, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(20 if _is64(dt) else 13, 1, -1)]))
-  big = 1.0 - 2.0 / (xexp(small.where(0.0, ax) * 2.0) + 1.0)
-  r = small.where(em / (em + 2.0), big)
-  return d.ne(0).where((d < 0).where(-r, r), d)
+  # one division for both forms: em/(em+2) below, 2/(e**2|d|+1) above (then 1 minus it: near 1 that keeps the result within an ulp)
+  q = small.where(em, 2.0) / small.where(em + 2.0, xexp(ax * 2.0) + 1.0)
+  r = small.where(q, 1.0 - q)   # >= 0 (or nan)
+  return (r.bitcast(ut) | (d.bitcast(ut) & sign)).bitcast(d.dtype)
 
 def xexp2(d:UOp) -> UOp:
   """2**d: overflow -> inf, underflow -> 0 (correctly rounded through the denormals), nan -> nan, -inf -> 0, inf -> inf"""
