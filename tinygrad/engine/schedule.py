@@ -3,9 +3,10 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, graph_rewrite_map
-from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE
+from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE, PACKED_DOT_MIN, PACKED_CONV_MIN
 from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN
 from tinygrad.schedule.kernelize import KernelBuilder
+from tinygrad.schedule.packing import pack_operands
 
 @dataclass(frozen=True)
 class ScheduleItem:
@@ -31,7 +32,7 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   for u in sink.toposort():
     if u.op is Ops.BUFFER: norm[u] = stand_in[u] = UOp(Ops.BUFFER, u.dtype, (UOp(Ops.UNIQUE, arg=-1-len(stand_in)), u.src[1]), u.arg)
     else: norm[u] = u.replace(src=tuple(norm[s] for s in u.src)) if u.src else u
-  key = (norm[sink], SPLIT_REDUCEOPS.value, SPLIT_REDUCE_MIN.value)
+  key = (norm[sink], SPLIT_REDUCEOPS.value, SPLIT_REDUCE_MIN.value, PACKED_DOT_MIN.value, PACKED_CONV_MIN.value)
   if (plan := _plans.get(key)) is None:
     if len(_plans) >= 512: del _plans[next(iter(_plans))]
     _plans[key] = plan = _plan(norm[sink])
@@ -49,7 +50,7 @@ def _instantiate(plan:_Plan, real:dict[UOp, UOp], orig:dict[UOp, UOp]) -> tuple[
   return schedule, var_vals, {orig.get(k, k): v for k, v in zip(becomes, vals)}
 
 def _plan(sink:UOp) -> _Plan:
-  cmap = graph_rewrite_map(sink, early_cleanup, ctx=set())
+  cmap = graph_rewrite_map(sink, pack_operands + early_cleanup, ctx=set())
   clean = cmap[sink]
   realizes = group_realizes(clean)
   # a buffer for every kernel output: ASSIGN writes into its target, the rest get new buffers

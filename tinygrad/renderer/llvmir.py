@@ -276,6 +276,7 @@ class LLVMRenderer(Renderer):
   has_local = False
   has_shared = False
   has_threads = True
+  packs_operands = True
   vector_alu_lanes = 32
   dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d not in dtypes.fp8s)   # no fp8 conversions in this renderer
   global_max: tuple[int, ...]|None = None
