@@ -5,11 +5,11 @@ from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat
 from tinygrad.dtype import dtypes
+from tinygrad.device import Device
 from tinygrad.helpers import prod, all_int, PACKED_DOT_MIN, PACKED_CONV_MIN
 
 def _packing_renderer(u:UOp):
   # the renderer of u's device if it asks for packed operands, else None (a device that can't open, or many devices, packs nothing)
-  from tinygrad.device import Device
   try: r = Device[u.device].renderer if isinstance(u.device, str) else None
   except Exception: return None
   return r if r is not None and r.packs_operands else None
@@ -42,7 +42,7 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
   if r.arg[0] is not Ops.ADD or len(axes) < 2 or not all_int(shape) or not dtypes.is_float(r.dtype): return None
   if prod(shape) < PACKED_CONV_MIN.value: return None
   out = [i for i in range(len(shape)) if i not in axes and shape[i] > 1]
-  for x, w in ((x, w), (w, x)):
+  for x, w in ((x0 := x, w0 := w), (w, x)):
     # (x, the windows of a padded input, may be a view of views: an axis whose stride isn't one number still isn't broadcast)
     if not out or x.st is None or (ws := _strides(w)) is None or ws[out[-1]] != 0 or (xs := x.st.real_strides())[out[-1]] == 0: continue
     lanes = [i for i in out if xs[i] == 0 and ws[i] != 0]
@@ -56,7 +56,7 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
       if p.op is Ops.PAD: pads.append(p)
       p = p.src[0]
     if pads and any(b or e for b, e in pads[-1].arg): x = x.substitute({pads[-1]: pads[-1].contiguous()})
-    return None if w is r.src[0].src[1] and x is r.src[0].src[0] or w is r.src[0].src[0] else (x * w).r(Ops.ADD, axes)
+    return None if {x, w} == {x0, w0} else (x * w).r(Ops.ADD, axes)
   return None
 
 pack_operands = PatternMatcher([
