@@ -94,3 +94,16 @@ def test_packed_conv_grouped_strided_matches_torch():
     got = Tensor(xn, device="CPU").conv2d(Tensor(wn, device="CPU"), groups=2, stride=2, padding=1).numpy()
   ref = torch.nn.functional.conv2d(torch.tensor(xn), torch.tensor(wn), groups=2, stride=2, padding=1).numpy()
   np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+def test_gpu_gets_no_copies():
+  # an OpenCL device (PoCL in CI) runs the plain matmul: one kernel, right values
+  try: Device["GPU"]
+  except Exception as e: pytest.skip(f"no GPU device: {e}")
+  assert not Device["GPU"].renderer.packs_operands
+  rng = np.random.default_rng(6)
+  an, bn = rng.standard_normal((16, 8), dtype=np.float32), rng.standard_normal((8, 64), dtype=np.float32)
+  with Context(PACKED_DOT_MIN=1):
+    out = Tensor(an, device="GPU") @ Tensor(bn, device="GPU")
+    assert len(_kernels(sched := out.schedule())) == 1
+    run_schedule(sched)
+  np.testing.assert_allclose(out.numpy(), an @ bn, rtol=1e-5, atol=1e-5)
