@@ -1,9 +1,12 @@
-# big CPU matmuls pack their operands into tile-major copies first: same values as the plain product, gradients included
+# big matmuls and convs on a renderer that asks for packed operands (CPU) read B / the weight from a packed copy the scheduler makes
+# (schedule/packing.py): same values as the plain product, gradients included; a renderer that doesn't ask (PYTHON) gets no copy
 import numpy as np
 import pytest
-from tinygrad import Tensor, Context
+from tinygrad import Tensor, Context, Device
 from tinygrad.uop import Ops
 from tinygrad.engine.realize import run_schedule
+
+def _kernels(sched) -> list: return [si for si in sched if si.ast.op is Ops.SINK]
 
 @pytest.mark.parametrize("m,k,n", [(16, 8, 32), (24, 5, 64), (8, 64, 96)])
 def test_packed_dot_matches_numpy(m, k, n):
@@ -12,23 +15,59 @@ def test_packed_dot_matches_numpy(m, k, n):
   with Context(PACKED_DOT_MIN=1):
     a, b = Tensor(an, device="CPU", requires_grad=True), Tensor(bn, device="CPU", requires_grad=True)
     out = a @ b
-    # the packing copies (a layout that already is tile-major needs none) and the product
+    # the panel copy of B (none where B already is one panel) and the product
     sched = out.schedule()
-    assert 2 <= len([si for si in sched if si.ast.op is Ops.SINK]) <= 3
+    assert len(_kernels(sched)) == (1 if n == 32 else 2)
     run_schedule(sched)
     np.testing.assert_allclose(out.numpy(), an @ bn, rtol=1e-5, atol=1e-5)
     (a @ b).sum().backward()
   np.testing.assert_allclose(a.grad.numpy(), np.ones((m, n), np.float32) @ bn.T, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(b.grad.numpy(), an.T @ np.ones((m, n), np.float32), rtol=1e-5, atol=1e-5)
 
+def test_packed_dot_b_transposed():
+  # B read through a transpose (x @ w.T, as Linear does) is packed from that view
+  rng = np.random.default_rng(3)
+  an, wn = rng.standard_normal((16, 24), dtype=np.float32), rng.standard_normal((64, 24), dtype=np.float32)
+  with Context(PACKED_DOT_MIN=1):
+    out = Tensor(an, device="CPU") @ Tensor(wn, device="CPU").T
+    assert len(_kernels(sched := out.schedule())) == 2
+    run_schedule(sched)
+    np.testing.assert_allclose(out.numpy(), an @ wn.T, rtol=1e-5, atol=1e-5)
+
 def test_not_packed_when_tiles_dont_divide():
   with Context(PACKED_DOT_MIN=1):
     a, b = Tensor.ones(7, 3, device="CPU").contiguous().realize(), Tensor.ones(3, 16, device="CPU").contiguous().realize()
     out = a @ b
     sched = out.schedule()
-    assert len([si for si in sched if si.ast.op is Ops.SINK]) == 1
+    assert len(_kernels(sched)) == 1
     run_schedule(sched)
     np.testing.assert_equal(out.numpy(), np.full((7, 16), 3, np.float32))
+
+def test_not_packed_below_threshold():
+  a, b = Tensor.ones(64, 64, device="CPU").contiguous().realize(), Tensor.ones(64, 64, device="CPU").contiguous().realize()
+  with Context(PACKED_DOT_MIN=64**3 + 1): assert len(_kernels((a @ b).schedule())) == 1
+  with Context(PACKED_DOT_MIN=64**3): assert len(_kernels((a @ b).schedule())) == 2
+
+def test_renderer_without_packing_gets_no_copies():
+  # the emulator's renderer doesn't ask for packed operands: one kernel for the matmul and one for the padded conv, values right
+  try: Device["PYTHON"]
+  except Exception as e: pytest.skip(f"no PYTHON device: {e}")
+  assert not Device["PYTHON"].renderer.packs_operands and Device["CPU"].renderer.packs_operands
+  rng = np.random.default_rng(5)
+  an, bn = rng.standard_normal((16, 8), dtype=np.float32), rng.standard_normal((8, 64), dtype=np.float32)
+  xn, wn = rng.standard_normal((1, 4, 6, 6), dtype=np.float32), rng.standard_normal((32, 4, 3, 3), dtype=np.float32)
+  with Context(PACKED_DOT_MIN=1, PACKED_CONV_MIN=1):
+    counts = {}
+    for dev in ("CPU", "PYTHON"):
+      mm = Tensor(an, device=dev) @ Tensor(bn, device=dev)
+      conv = Tensor(xn, device=dev).conv2d(Tensor(wn, device=dev), padding=1)
+      counts[dev] = (len(_kernels(s1 := mm.schedule())), len(_kernels(s2 := conv.schedule())))
+      run_schedule(s1 + s2)
+      np.testing.assert_allclose(mm.numpy(), an @ bn, rtol=1e-5, atol=1e-5)
+      counts[dev + "_conv"] = conv.numpy()
+  np.testing.assert_allclose(counts["CPU_conv"], counts["PYTHON_conv"], rtol=1e-5, atol=1e-5)
+  # CPU: B's panels + product; the padded input's copy + the weight's copy + conv. PYTHON: the product alone, the conv alone
+  assert counts["CPU"] == (2, 3) and counts["PYTHON"] == (1, 1)
 
 def test_packed_conv_weight_matches_torch():
   torch = pytest.importorskip("torch")
@@ -37,6 +76,8 @@ def test_packed_conv_weight_matches_torch():
   with Context(PACKED_CONV_MIN=1):
     x, w, b = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True), Tensor(bn, device="CPU")
     out = x.conv2d(w, b, padding=1)
+    # the padded input's copy, the weight's copy (output channels innermost) and the conv
+    assert len(_kernels(x.detach().conv2d(w.detach(), padding=1).schedule())) == 3
     out.sum().backward()
   xt, wt = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
   ref = torch.nn.functional.conv2d(xt, wt, torch.tensor(bn), padding=1)
@@ -44,3 +85,25 @@ def test_packed_conv_weight_matches_torch():
   np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-3)
   np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+def test_packed_conv_grouped_strided_matches_torch():
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(9)
+  xn, wn = rng.standard_normal((2, 8, 11, 11), dtype=np.float32), rng.standard_normal((64, 4, 3, 3), dtype=np.float32)
+  with Context(PACKED_CONV_MIN=1):
+    got = Tensor(xn, device="CPU").conv2d(Tensor(wn, device="CPU"), groups=2, stride=2, padding=1).numpy()
+  ref = torch.nn.functional.conv2d(torch.tensor(xn), torch.tensor(wn), groups=2, stride=2, padding=1).numpy()
+  np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+def test_gpu_gets_no_copies():
+  # an OpenCL device (PoCL in CI) runs the plain matmul: one kernel, right values
+  try: Device["GPU"]
+  except Exception as e: pytest.skip(f"no GPU device: {e}")
+  assert not Device["GPU"].renderer.packs_operands
+  rng = np.random.default_rng(6)
+  an, bn = rng.standard_normal((16, 8), dtype=np.float32), rng.standard_normal((8, 64), dtype=np.float32)
+  with Context(PACKED_DOT_MIN=1):
+    out = Tensor(an, device="GPU") @ Tensor(bn, device="GPU")
+    assert len(_kernels(sched := out.schedule())) == 1
+    run_schedule(sched)
+  np.testing.assert_allclose(out.numpy(), an @ bn, rtol=1e-5, atol=1e-5)

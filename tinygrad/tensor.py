@@ -5,7 +5,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
 from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_np_dtype, _from_np_dtype
 from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts import it from here
-from tinygrad.helpers import prod, argfix, all_int, fully_flatten, PACKED_DOT_MIN, PACKED_CONV_MIN, CONV_GRAD_CHUNK
+from tinygrad.helpers import prod, argfix, all_int, fully_flatten, CONV_GRAD_CHUNK
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, _unique_counter, ZERO_FORWARD
@@ -194,8 +194,9 @@ def _buffer_uop(raw:bytes|memoryview, shape:tuple[int, ...], dtype:DType, device
   return buf.reshape(shape)
 
 def _host_simd(*ts:Tensor) -> bool:
-  # the operand layouts of big GEMMs and convs that suit CPUs (caches, SIMD registers), asked of the device: kernels split over host threads
-  return all(isinstance(t.device, str) and (r := Device[t.device].renderer) is not None and r.has_threads for t in ts)
+  # the layouts that suit CPUs (caches, SIMD registers), asked of the device's renderer (packs_operands); the conv backward's copies and
+  # pack_conv_weight use it, the forward matmul and conv layouts are the scheduler's (schedule/packing.py)
+  return all(isinstance(t.device, str) and (r := Device[t.device].renderer) is not None and r.packs_operands for t in ts)
 
 def _from_numpy(data:Any, dtype:DType|None, device:str) -> UOp:
   import numpy as np
@@ -2211,16 +2212,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if d*(k-1) + 1 > sz:
         raise ValueError(f"{name}: kernel {tuple(k_)} (dilation {d_}) is bigger than the padded input {tuple(x.shape[2:])} in spatial dim {ax}")
     rcout, oyx = cout // groups, tuple((sz - d*(k-1) - 1) // s + 1 for sz, k, s, d in zip(x.shape[2:], k_, s_, d_))
-    packed = _host_simd(w) and rcout % 16 == 0 and bs * cout * prod(oyx) * cin_g * prod(k_) >= PACKED_CONV_MIN.value
-    # on a CPU a padded input is copied once, so the inner loop's loads need no bounds checks
-    if packed and any(b or e for b, e in pads): x = x.contiguous()
+    # (where the renderer asks for it, the scheduler copies a big conv's weight with the output channels innermost: schedule/packing.py)
     x = x._pool(tuple(_as_int(k, name) for k in k_), s_, d_)
     x = x.reshape((bs, groups, cin_g, 1) + oyx + tuple(k_)).expand((bs, groups, cin_g, rcout) + oyx + tuple(k_))
     x = x.permute([0, 1, 3] + list(range(4, 4+n)) + [2] + list(range(4+n, 4+2*n)))
-    if packed and (w.uop.st is None or w.uop.st.real_strides()[0] != 1):
-      # on a CPU the output channels become the SIMD lanes: a (small) copy of the weight with them innermost makes those loads contiguous
-      # (a weight already laid out so, like a model's constant weight packed once with Tensor.pack_conv_weight, is read as it is)
-      w = w.permute(tuple(range(1, w.ndim)) + (0,)).contiguous().permute((w.ndim-1,) + tuple(range(w.ndim-1)))
     wr = w.reshape((1, groups, rcout) + (1,)*n + (cin_g,) + tuple(k_))
     ret = x.cast(out_dt).mul(wr.cast(out_dt)).sum(tuple(range(-1-n, 0)), dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape((bs, cout) + oyx)
     if self.dtype == weight.dtype == out_dt and dtypes.is_float(out_dt) and all(b >= 0 and e >= 0 for b, e in pads) and \
@@ -2748,21 +2743,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if resolve(self.shape[-1] != k_w):
       raise ValueError(f"matmul shapes {self.shape} and {w.shape} don't line up: {self.shape[-1]} (last dim) != {k_w} (dim {-min(w.ndim, 2)})")
     out_dt = least_upper_dtype(self.dtype, w.dtype)
-    if (packed := self._packed_dot(w, out_dt)) is not None: return packed
     x = self.reshape(self.shape[:-1] + (1,)*min(self.ndim-1, w.ndim-1, 1) + self.shape[-1:])
     wt = w.reshape(w.shape[:-2] + (1,)*min(self.ndim-1, w.ndim-1, 1) + w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
     # x: (..., n, 1, k) times wt: (..., 1, m, k), batch dims broadcasting, summed over k
     return x.mul(wt).sum(-1, dtype=sum_acc_dtype(out_dt)).cast(out_dt)
-  def _packed_dot(self, w:Tensor, out_dt:DType, rows:int=8, cols:int=32) -> Tensor|None:
-    # big CPU GEMMs: copy A and B into tile-major layouts first, so the kernel streams both operands sequentially instead of striding
-    # by a power-of-two row pitch (which makes every row of a tile fall into the same cache set)
-    if self.ndim != 2 or w.ndim != 2 or not _host_simd(self, w) or self.dtype != w.dtype or not dtypes.is_float(out_dt): return None
-    (m, k), n = self.shape, w.shape[1]
-    if not all_int((m, k, n)) or m % rows or n % cols or m*n*k < PACKED_DOT_MIN.value: return None
-    a_tiles = self.reshape(m//rows, rows, k).permute(0, 2, 1).contiguous()       # (m/rows, k, rows)
-    b_tiles = w.reshape(k, n//cols, cols).permute(1, 0, 2).contiguous()          # (n/cols, k, cols)
-    prod_ = a_tiles.permute(0, 2, 1).reshape(m//rows, rows, 1, 1, k) * b_tiles.permute(0, 2, 1).reshape(1, 1, n//cols, cols, k)
-    return prod_.sum(-1, dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape(m, n)
   def matmul(self, x:Tensor, reverse:bool=False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
   def linear(self, weight:Tensor, bias:Tensor|None=None) -> Tensor:
     """self @ weight + bias, with weight of shape (in, out); a 1-D weight scales elementwise."""

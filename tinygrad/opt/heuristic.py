@@ -45,8 +45,11 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     # the SIMD axis: read contiguously by some input, preferably one a whole register's width divides
     unit = [j for j in broadcast if any(rs[global_axes[j]] == 1 for rs in real_strides)]
     vec_axis = next((j for j in reversed(unit) if k.full_shape[global_axes[j]] % width == 0), unit[-1] if unit else None)
-    # rows: another broadcast axis, one read contiguously if there is one (a packed operand), else the innermost
+    # rows: another broadcast axis, preferably one the SIMD axis's operand (B) doesn't walk, so each row is one broadcast value of the other;
+    # of those one read contiguously if there is one (a packed operand), else the innermost
     rest = [j for j in broadcast if j != vec_axis]
+    vec_views = [rs for rs in real_strides if vec_axis is not None and rs[global_axes[vec_axis]] == 1]
+    rest = [j for j in rest if all(rs[global_axes[j]] == 0 for rs in vec_views)] or rest
     row_axis = next((j for j in reversed(rest) if any(rs[global_axes[j]] == 1 for rs in real_strides)), rest[-1] if rest else None)
     tiles, m, itemsize = 0, k.opts.machine, max(r.dtype.itemsize for r in k.reduceops)
     ncols, nrows = (k.full_shape[global_axes[j]] if j is not None else 1 for j in (vec_axis, row_axis))

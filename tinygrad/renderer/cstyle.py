@@ -477,6 +477,7 @@ class ClangRenderer(CStyleLanguage):
   has_local = False
   has_shared = False
   has_threads = True
+  packs_operands = True
   vector_alu_lanes = 32
   vector_alu_ops, vector_alu_dtypes = ALL_VECTOR_ALU_OPS, ALL_VECTOR_ALU_DTYPES
   global_max = None

@@ -315,6 +315,7 @@ class LLVMRenderer(Renderer):
   has_local = False
   has_shared = False
   has_threads = True
+  packs_operands = True
   vector_alu_lanes = 32
   dtypes_supported = frozenset(DTYPES_DICT.values())
   global_max: tuple[int, ...]|None = None
