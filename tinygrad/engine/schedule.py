@@ -4,7 +4,7 @@ from typing import Any, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, graph_rewrite_map
 from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE
-from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN
+from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN, EXPENSIVE_EXPAND
 from tinygrad.schedule.kernelize import KernelBuilder
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   for u in sink.toposort():
     if u.op is Ops.BUFFER: norm[u] = stand_in[u] = UOp(Ops.BUFFER, u.dtype, (UOp(Ops.UNIQUE, arg=-1-len(stand_in)), u.src[1]), u.arg)
     else: norm[u] = u.replace(src=tuple(norm[s] for s in u.src)) if u.src else u
-  key = (norm[sink], SPLIT_REDUCEOPS.value, SPLIT_REDUCE_MIN.value)
+  key = (norm[sink], SPLIT_REDUCEOPS.value, SPLIT_REDUCE_MIN.value, EXPENSIVE_EXPAND.value)
   if (plan := _plans.get(key)) is None:
     if len(_plans) >= 512: del _plans[next(iter(_plans))]
     _plans[key] = plan = _plan(norm[sink])
