@@ -83,7 +83,8 @@ class BatchNorm:
       self.running_mean.assign((1 - self.momentum) * self.running_mean + self.momentum * mean.detach())
       self.running_var.assign((1 - self.momentum) * self.running_var + self.momentum * n / max(n - 1, 1) * var.detach())
       self.num_batches_tracked.assign(self.num_batches_tracked + 1)
-    return x.batchnorm(self.weight, self.bias, mean, var.add(self.eps).rsqrt())
+    # the gradient arriving here feeds several per-channel sums and the input's gradient: computed once, not once in each of them
+    return x.batchnorm(self.weight, self.bias, mean, var.add(self.eps).rsqrt()).contiguous_backward()
 BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
 
 class GroupNorm:
