@@ -36,5 +36,6 @@ def test_train_step_kernel_count():
   GlobalCounters.reset()
   step()
   # 98 before conv backward got its own rule, 108 with its channels-last copies and partial sums, 112 after the merge with the
-  # nan-aware max and leaf buffers of session 4; a regression shows as a jump past this
-  assert GlobalCounters.kernel_count <= 114, GlobalCounters.kernel_count
+  # nan-aware max and leaf buffers of session 4, 110 since BatchNorm's backward is its closed form (two per-channel sums, not five); a
+  # regression shows as a jump past this
+  assert GlobalCounters.kernel_count <= 110, GlobalCounters.kernel_count

@@ -68,6 +68,8 @@ def test_batchnorm_train_and_running_stats():
 def test_batchnorm_eval(): _compare(nn.BatchNorm2d(4), torch.nn.BatchNorm2d(4), randn(3, 4, 2, 2), train=False)
 def test_batchnorm1d_no_tracking():
   _compare(nn.BatchNorm(6, track_running_stats=False), torch.nn.BatchNorm1d(6, track_running_stats=False), randn(8, 6), train=True)
+def test_batchnorm_no_affine_train():
+  _compare(nn.BatchNorm2d(3, affine=False), torch.nn.BatchNorm2d(3, affine=False), randn(4, 3, 5, 2) * 2 - 1, train=True)
 def test_batchnorm3d(): _compare(nn.BatchNorm3d(2), torch.nn.BatchNorm3d(2), randn(2, 2, 3, 2, 2), train=True)
 
 def test_groupnorm(): _compare(nn.GroupNorm(2, 6), torch.nn.GroupNorm(2, 6), randn(3, 6, 4, 4) * 2 + 1)

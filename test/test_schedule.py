@@ -66,6 +66,21 @@ def test_shared_reduce_is_computed_once(device):
   np.testing.assert_allclose(a.numpy(), x.numpy().sum() + 1, rtol=1e-5)
   np.testing.assert_allclose(b.numpy(), x.numpy().sum() * 2, rtol=1e-5)
 
+def test_expensive_value_read_through_an_expand_is_computed_once():
+  # gelu(x) @ w reads each gelu value 48 times (once per output column): computed once it is its own kernel, and the matmul a second
+  x, w = rand(32, 64, seed=1), rand(64, 48, seed=2)
+  xn, wn = x.numpy(), w.numpy()
+  want = (0.5 * xn * (1 + np.tanh(0.7978845608 * (xn + 0.044715 * xn ** 3)))) @ wn
+  out = x.gelu() @ w
+  assert kernels(out) == 2
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  with Context(EXPENSIVE_EXPAND=0):   # off: one kernel that recomputes gelu in the matmul
+    out = x.gelu() @ w
+    assert kernels(out) == 1
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  # cheap values (no transcendental) and small ones (under 1024 elements) are still recomputed in the reader
+  assert kernels((x * 2 + 1).relu() @ w) == 1 and kernels(x[:8, :64].reshape(8, 64).sqrt()[:, :16].reshape(8, 16) @ w[:16]) == 1
+
 def test_realized_tensor_is_reused():
   x = rand(10, 10)
   y = (x + 1).realize()

@@ -17,18 +17,24 @@ class _Slot:
 
 def memory_planner(items:list[ExecItem], keep:set[Buffer]) -> tuple[list[ExecItem], int, int]:
   """Let the intermediate buffers of a captured run share memory: once a buffer's last use has passed, a later one takes its
-  memory. Intermediate means every base buffer the items use that is not in keep (a jit keeps its inputs and every buffer a live
-  tensor still holds: outputs, weights, state). Where the allocator can make views, buffers of any size and dtype share a slot
+  memory. Intermediate means every base buffer the items write before they read it that is not in keep (a jit keeps its inputs and
+  every buffer a live tensor still holds: outputs, weights, state). Where the allocator can make views, buffers of any size and dtype share a slot
   as large as the largest of them; elsewhere only buffers of the same size and dtype share.
 
   Returns (new items over the planned buffers, bytes of the intermediates before, bytes after). The given items are untouched."""
   first: dict[Buffer, int] = {}
   last: dict[Buffer, int] = {}
+  holds_data: set[Buffer] = set()
   for i, ei in enumerate(items):
-    for b in ei.bufs:
-      if b is not None and b.base not in keep and b.base.size > 0:
-        first.setdefault(b.base, i)
-        last[b.base] = i
+    for j, b in enumerate(ei.bufs):
+      if b is None or b.base in keep or b.base.size == 0 or b.base in holds_data: continue
+      # every item writes its first buffer (a kernel's output, a copy's destination). A buffer read before any item writes it holds data
+      # from before the capture (a constant made from Python values, whose Tensor is gone): its contents must stay, so it never shares
+      if j != 0 and b.base not in first:
+        holds_data.add(b.base)
+        continue
+      first.setdefault(b.base, i)
+      last[b.base] = i
   before = sum(b.nbytes for b in first)
   if NO_MEMORY_PLANNER or not first: return items, before, before
   starts, ends = defaultdict(list), defaultdict(list)

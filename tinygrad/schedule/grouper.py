@@ -6,6 +6,8 @@ from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, 
 from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS
 
 SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
+EXPENSIVE_EXPAND = ContextVar("EXPENSIVE_EXPAND", 4)   # read this many times over through an expand, a value with transcendentals is a buffer
+EXPENSIVE = {Ops.EXP2, Ops.EXP, Ops.TANH, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW}
 
 # graph cleanups before grouping: autograd markers are no-ops here. (A COPY to its own device stays: it is how clone() gets a new buffer)
 def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
@@ -85,6 +87,14 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
         elif c.op in GroupOp.Movement or c.op in GroupOp.ALU or c.op in (Ops.CAST, Ops.BITCAST):
           if c not in realizes: stack.append(c)
         elif c.op is Ops.REDUCE_AXIS: realizes[r] = None
+  # an elementwise value with transcendentals (gelu, softmax's exp) read through an expand would be recomputed for every copy (each
+  # output column of a matmul): computed once into its own buffer, it costs a kernel and a read per copy. Values under 1024 elements
+  # (per-channel statistics) are cheap to recompute, and the compiler hoists them out of the loops
+  for e in topo:
+    if not EXPENSIVE_EXPAND or e.op is not Ops.EXPAND or (b := e.src[0].base) in realizes: continue
+    if not (b.op in GroupOp.ALU or b.op is Ops.CAST) or not all_int(e.shape) or not all_int(b.shape) or prod(b.shape) < 1024: continue
+    if prod(e.shape) < EXPENSIVE_EXPAND.value * prod(e.src[0].shape): continue
+    if any(x.op in EXPENSIVE for x in kernel_body(b, realizes)): realizes[b] = None
   # each kernel holds reduces of one shape only, and a reduce read by two kernels is computed once
   while True:
     reduce_owner: dict[UOp, UOp] = {}
