@@ -33,7 +33,7 @@ def acc_of(dt:str) -> str: return "int32" if dt in ("bool", "int32") else dt   #
 DISABLED_OPS: set[str] = set()
 # Known bugs, each with a minimal repro (a strict xfail) in test/test_fuzz_vs_torch.py. While one is open, the programs steer around
 # it, or a failure that shows its signature counts as that bug instead of a new mismatch. Remove a name here when its repro passes.
-KNOWN_BUGS_OPEN = {"inf_times_zero_in_chain_rule"}
+KNOWN_BUGS_OPEN: set[str] = set()
 KNOWN_BUG_SIGNATURES = {"oob_read_after_exp_pad": "is out of bounds of"}   # PYTHON's bounds check fails the kernel
 if "std_grad_at_zero_is_nan" in KNOWN_BUGS_OPEN: DISABLED_OPS.add("std")
 def known_bug(report:str, c:Case) -> str|None:
