@@ -224,3 +224,30 @@ def test_sin_grad_of_big_values():
   x = Tensor(vals, requires_grad=True)
   x.sin().sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+POOLS = {
+  "max_pool2d": (lambda t: t.max_pool2d(2), lambda t: F.max_pool2d(t, 2)),
+  "max_pool2d_overlap": (lambda t: t.max_pool2d(3, stride=1, padding=1), lambda t: F.max_pool2d(t, 3, stride=1, padding=1)),
+  "max_pool2d_dilated": (lambda t: t.max_pool2d(2, stride=2, dilation=2), lambda t: F.max_pool2d(t, 2, stride=2, dilation=2)),
+  "avg_pool2d": (lambda t: t.avg_pool2d(2), lambda t: F.avg_pool2d(t, 2)),
+  "avg_pool2d_pad": (lambda t: t.avg_pool2d(3, stride=2, padding=1), lambda t: F.avg_pool2d(t, 3, stride=2, padding=1)),
+  "avg_pool2d_nocount": (lambda t: t.avg_pool2d(3, stride=2, padding=1, count_include_pad=False),
+                         lambda t: F.avg_pool2d(t, 3, stride=2, padding=1, count_include_pad=False)),
+}
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_pools_with_nan_and_inf(name):
+  # torch: a window holding nan gives nan (max_pool2d's gradient goes to the nan, as to its argmax), an infinity is an ordinary max;
+  # avg pools pass nan/inf through the sum (no ties here: torch gives a tie to one position, tinygrad shares it)
+  a = np.array([[[[1., np.nan, 3., 4., 0.5], [5., 6., -np.inf, 8., 1.], [np.inf, 1., 2., 3., -1.], [0., 0.25, np.nan, np.inf, 2.],
+                  [-np.inf, -np.inf, -2., 7., 6.5]]]], dtype=np.float32)
+  tfn, rfn = POOLS[name]
+  r = torch.tensor(a, requires_grad=True)
+  ro = rfn(r)
+  w = np.arange(1, ro.numel() + 1, dtype=np.float32).reshape(ro.shape)
+  (ro * torch.tensor(w)).sum().backward()
+  x = Tensor(a, requires_grad=True)
+  xo = tfn(x)
+  (xo * Tensor(w)).sum().backward()
+  np.testing.assert_allclose(xo.numpy(), ro.detach().numpy(), rtol=1e-6, equal_nan=True)
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-6, equal_nan=True)
