@@ -460,10 +460,13 @@ case("s5_squeeze_oob", lambda L: m23(L).squeeze(3))
 case("s5_unsqueeze_oob", lambda L: m23(L).unsqueeze(4))
 case("s5_roll_dim_oob", lambda L: m23(L).roll(1, 3))
 case("s5_dot_1d_mismatch", lambda L: L.ones(3).dot(L.ones(4)))
-case("s5_conv_channels", lambda L: torch.nn.functional.conv2d(L.ones(1, 3, 5, 5), L.ones(2, 2, 3, 3)) if L is torch else Tensor.ones(1, 3, 5, 5).conv2d(Tensor.ones(2, 2, 3, 3)))
-case("s5_conv_kernel_big", lambda L: torch.nn.functional.conv2d(L.ones(1, 1, 2, 2), L.ones(1, 1, 3, 3)) if L is torch else Tensor.ones(1, 1, 2, 2).conv2d(Tensor.ones(1, 1, 3, 3)))
+case("s5_conv_channels", lambda L: Tensor.ones(1, 3, 5, 5).conv2d(Tensor.ones(2, 2, 3, 3)),
+     lambda L: torch.nn.functional.conv2d(torch.ones(1, 3, 5, 5), torch.ones(2, 2, 3, 3)))
+case("s5_conv_kernel_big", lambda L: Tensor.ones(1, 1, 2, 2).conv2d(Tensor.ones(1, 1, 3, 3)),
+     lambda L: torch.nn.functional.conv2d(torch.ones(1, 1, 2, 2), torch.ones(1, 1, 3, 3)))
 case("s5_avg_pool_big", lambda L: torch.nn.functional.avg_pool2d(L.ones(1, 1, 2, 2), 3) if L is torch else Tensor.ones(1, 1, 2, 2).avg_pool2d(3))
-case("s5_max_pool_pad_big", lambda L: torch.nn.functional.max_pool2d(L.ones(1, 1, 4, 4), 2, padding=2) if L is torch else Tensor.ones(1, 1, 4, 4).max_pool2d(2, padding=2))
+case("s5_max_pool_pad_big", lambda L: Tensor.ones(1, 1, 4, 4).max_pool2d(2, padding=2),
+     lambda L: torch.nn.functional.max_pool2d(torch.ones(1, 1, 4, 4), 2, padding=2))
 
 def _run(fn, L):
   with warnings.catch_warnings():
