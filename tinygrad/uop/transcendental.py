@@ -236,7 +236,7 @@ def xexp(d:UOp) -> UOp:
 def _tanh_taylor(n:int) -> tuple[Fraction, ...]:
   # tanh x = sum a_k x**(2k+1): from y' = 1 - y**2, a_0 = 1 and (2k+1) a_k = -sum_{i+j=k-1} a_i a_j
   a = [Fraction(1)]
-  for k in range(1, n): a.append(-sum(a[i] * a[k-1-i] for i in range(k)) / (2*k+1))
+  for k in range(1, n): a.append(-sum((a[i] * a[k-1-i] for i in range(k)), Fraction(0)) / (2*k+1))
   return tuple(a)
 
 def xtanh(d:UOp) -> UOp:
