@@ -8,7 +8,7 @@ converted to tinygrad's dtype before comparing. Every step checks the dtype and 
 of the float inputs through a random weighting of the output.
 
   python3 extra/fuzz_vs_torch.py --seconds 300 --seed 0 --device CPU
-Each mismatch prints the case's seed, the program (one line per op) and what differed; --case N --seed S replays one case.
+Each mismatch prints the case's seed, the program (one line per op) and what differed; --case N --mix M replays one case.
 """
 from __future__ import annotations
 import argparse, math, random, sys, time, traceback
@@ -33,13 +33,15 @@ def acc_of(dt:str) -> str: return "int32" if dt in ("bool", "int32") else dt   #
 DISABLED_OPS: set[str] = set()
 # Known bugs, each with a minimal repro (a strict xfail) in test/test_fuzz_vs_torch.py. While one is open, the programs steer around
 # it, or a failure that shows its signature counts as that bug instead of a new mismatch. Remove a name here when its repro passes.
-KNOWN_BUGS_OPEN = {"inf_times_zero_in_chain_rule"}
+KNOWN_BUGS_OPEN = {"amax_grad_of_nan_row", "zero_derivative_blocks_nonfinite"}
 KNOWN_BUG_SIGNATURES = {"oob_read_after_exp_pad": "is out of bounds of"}   # PYTHON's bounds check fails the kernel
 if "std_grad_at_zero_is_nan" in KNOWN_BUGS_OPEN: DISABLED_OPS.add("std")
 def known_bug(report:str, c:Case) -> str|None:
-  # gradients where a value was nan or inf: torch's chain rule multiplies an inf by a 0 derivative (nan) where a hand-written derivative
-  # here gives 0 or the limit (silu'(inf) is nan in torch, 1 here)
-  if "inf_times_zero_in_chain_rule" in KNOWN_BUGS_OPEN and c.nonfinite and "Mismatch: gradient of" in report: return "inf_times_zero_in_chain_rule"
+  # gradients where a value was nan or inf: torch.amax gives a row holding nan nan gradients everywhere (0/0), here the nan gets it all;
+  # torch multiplies a 0 derivative (ceil, a max's other positions) by a nan or inf it meets (nan), here a 0 derivative is exactly 0
+  if c.nonfinite and "Mismatch: gradient of" in report:
+    if "amax_grad_of_nan_row" in KNOWN_BUGS_OPEN and any(".max(" in ln or ".min(" in ln for ln in c.lines): return "amax_grad_of_nan_row"
+    if "zero_derivative_blocks_nonfinite" in KNOWN_BUGS_OPEN: return "zero_derivative_blocks_nonfinite"
   # a float cast to int or bool passes the gradient through here; torch's int values carry none
   if "grad_flows_through_int_cast" in KNOWN_BUGS_OPEN and c.int_cast and "Mismatch: gradient of" in report: return "grad_flows_through_int_cast"
   return next((name for name, sig in KNOWN_BUG_SIGNATURES.items() if name in KNOWN_BUGS_OPEN and sig in report), None)
@@ -62,11 +64,14 @@ class Case:
   nonfinite: bool = False   # some value of the program had a nan or inf (torch's)
   half: bool = False        # some value was float16: compare everything with float16's tolerance
   int_cast: bool = False    # a float value was cast to int or bool
+  mix: str = "default"      # see MIXES
   def new_input(self, shape:tuple[int, ...], dt:str) -> Val:
     nr = np.random.default_rng(self.rng.getrandbits(32))
     if dt == "bool": a, b = nr.random(shape) > 0.5, 1.0
     elif is_int(dt): a, b = nr.integers(-9, 10, shape), 9.0
     else: a, b = np.clip(nr.standard_normal(shape) * 1.5, -3, 3), 3.0
+    if self.mix == "nonfinite" and is_float(dt) and nr.random() < 0.7:   # about one value in six a nan or an infinity
+      a, b = np.where(nr.random(shape) < 0.17, nr.choice([math.nan, math.inf, -math.inf], shape), a), math.inf
     a = a.astype({"bool": np.bool_, "int32": np.int32, "int64": np.int64, "float16": np.float16, "float32": np.float32}[dt])
     grad = is_float(dt)
     v = Val(Tensor(a, requires_grad=grad or None), torch.tensor(a, requires_grad=grad), dt, b, f"x{len(self.inputs)}")
@@ -217,7 +222,7 @@ def op_binary(c:Case, x:Val) -> Val|None:
   return c.out(tres, rres, out_dt, b if out_dt != "bool" else 1, code)
 
 def op_reduce(c:Case, x:Val) -> Val|None:
-  if x.t.ndim == 0 or x.t.numel() == 0: return None
+  if x.t.ndim == 0 or (x.t.numel() == 0 and c.mix != "empty"): return None
   name = c.rng.choice([n for n in ["sum", "mean", "max", "min", "prod", "argmax", "argmin", "any", "all", "std", "var", "logsumexp", "softmax",
                                    "log_softmax", "cumsum"] if n not in DISABLED_OPS])
   axis = c.rng.randrange(-x.t.ndim, x.t.ndim) if (c.rng.random() < 0.8 or name in ("softmax", "log_softmax", "cumsum")) else None
@@ -243,6 +248,16 @@ def op_reduce(c:Case, x:Val) -> Val|None:
     dt = float_of(x.dt)
     rr = torch.mean(x.r.to(TORCH[dt]), **rkw) if axis is not None else full(torch.mean(x.r.to(TORCH[dt])))
     return c.out(x.t.mean(**tkw), rr, dt, x.bound, code)
+  if n == 0 and name in ("max", "min", "argmax", "argmin"):
+    # nothing to reduce: torch raises (IndexError or RuntimeError), and so must tinygrad, with the same class
+    tfn, rfn = (getattr(x.t, name), getattr(torch, {"max": "amax", "min": "amin"}.get(name, name)))
+    try: rfn(x.r, **({"dim": axis} if axis is not None else {}))
+    except Exception as e: want = type(e)
+    else: raise Mismatch(f"{code}: torch doesn't raise")
+    try: tfn(**tkw) if name in ("max", "min") else tfn(axis)
+    except want: return None
+    except Exception as e: raise Mismatch(f"{code}: torch raises {want.__name__}, tinygrad {type(e).__name__}: {e}") from e
+    raise Mismatch(f"{code}: torch raises {want.__name__}, tinygrad doesn't")
   if name in ("max", "min"):
     if "max_min_skip_nan" in KNOWN_BUGS_OPEN and is_float(x.dt) and not math.isfinite(x.bound): return None
     rr = (torch.amax if name == "max" else torch.amin)(x.r, dim=dims if axis is not None else tuple(range(x.r.ndim)), keepdim=keep)
@@ -405,8 +420,8 @@ def compare(what:str, got:np.ndarray, want:np.ndarray, dt:str, scale:float, half
 def run_case(seed:int, c:Case|None=None) -> Case:
   """Build and check one random program (into c, so its lines survive a failure); raises Mismatch (or what tinygrad raised)."""
   c = c if c is not None else Case(random.Random(seed))
-  shape = tuple(c.rng.randint(1, 4) for _ in range(c.rng.randint(0, 3)))
-  v = c.new_input(shape, c.rng.choice(DTYPES + ["float32"] * 2))
+  shape = tuple(c.rng.randint(0 if c.mix == "empty" else 1, 4) for _ in range(c.rng.randint(0, 3)))
+  v = c.new_input(shape, c.rng.choice(["bool", "int32", "int64"] if c.mix == "ints" else DTYPES + ["float32"] * 2))
   names, weights = list(OPS), [w for w, _ in OPS.values()]
   for _ in range(c.rng.randint(1, 6)):
     for _ in range(20):
@@ -437,7 +452,11 @@ def run_case(seed:int, c:Case|None=None) -> Case:
     compare(f"gradient of {iv.name}", iv.t.grad.numpy(), want.numpy(), iv.dt, gscale, c.half)
   return c
 
-def fuzz(seed:int, cases:int|None=None, seconds:float|None=None, verbose:bool=True) -> list[tuple[int, str]]:
+# the kinds of programs: default; ints (the first input bool/int32/int64); empty (dims of size 0: empty tensors, reductions over empty
+# axes); nonfinite (float inputs hold nan and infinities)
+MIXES = ("default", "ints", "empty", "nonfinite")
+
+def fuzz(seed:int, cases:int|None=None, seconds:float|None=None, verbose:bool=True, mix:str="default") -> list[tuple[int, str]]:
   """Run cases seed*1_000_003 + i for i in range(cases) (or until seconds pass); returns [(case seed, report)] of the new mismatches
   (those of a known open bug are counted and printed, not returned)."""
   bad: list[tuple[int, str]] = []
@@ -446,7 +465,7 @@ def fuzz(seed:int, cases:int|None=None, seconds:float|None=None, verbose:bool=Tr
   while (cases is None or i < cases) and (seconds is None or time.perf_counter() - st < seconds):
     cs = seed * 1_000_003 + i
     i += 1
-    c = Case(random.Random(cs))
+    c = Case(random.Random(cs), mix=mix)
     try: run_case(cs, c)
     except Exception as e:
       rep = f"{type(e).__name__}: {e}" if isinstance(e, Mismatch) else f"raised {type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
@@ -454,8 +473,9 @@ def fuzz(seed:int, cases:int|None=None, seconds:float|None=None, verbose:bool=Tr
         known[kb] = known.get(kb, 0) + 1
         continue
       bad.append((cs, "\n".join(c.lines) + "\n  -> " + rep))
-      if verbose: print(f"MISMATCH case {cs} on {Device.DEFAULT}:\n" + bad[-1][1] + "\n", flush=True)
-  if verbose: print(f"{i} cases on {Device.DEFAULT} in {time.perf_counter() - st:.0f} s, {len(bad)} mismatches, known bugs hit: {known}", flush=True)
+      if verbose: print(f"MISMATCH case {cs} (--mix {mix}) on {Device.DEFAULT}:\n" + bad[-1][1] + "\n", flush=True)
+  if verbose:
+    print(f"{i} cases ({mix}) on {Device.DEFAULT} in {time.perf_counter() - st:.0f} s, {len(bad)} mismatches, known bugs hit: {known}", flush=True)
   return bad
 
 if __name__ == "__main__":
@@ -464,14 +484,15 @@ if __name__ == "__main__":
   ap.add_argument("--seed", type=int, default=0, help="the run's seed; case i uses seed*1000003 + i")
   ap.add_argument("--device", default=None, help="device to run on (default: Device.DEFAULT)")
   ap.add_argument("--case", type=int, default=None, help="replay one case (its full seed, as printed) and print its program")
+  ap.add_argument("--mix", choices=MIXES, default="default", help="the kind of programs (default: all dtypes, nonzero sizes, finite inputs)")
   args = ap.parse_args()
   if args.device: Device.DEFAULT = Device.canonicalize(args.device) if hasattr(Device, "canonicalize") else args.device.upper()
   if args.case is not None:
-    c = Case(random.Random(args.case))
+    c = Case(random.Random(args.case), mix=args.mix)
     try: run_case(args.case, c)
     except Exception as e:
       rep = f"{type(e).__name__}: {e}"
       print("\n".join(c.lines) + f"\n  -> {rep}" + (f"\n  (known bug {kb})" if (kb := known_bug(rep, c)) else ""))
     else: print("\n".join(c.lines) + "\n  -> ok")
     sys.exit(0)
-  sys.exit(1 if fuzz(args.seed, seconds=args.seconds) else 0)
+  sys.exit(1 if fuzz(args.seed, seconds=args.seconds, mix=args.mix) else 0)

@@ -19,6 +19,15 @@ def test_fuzz_vs_torch(device, chunk):
   bad = fuzz(seed=1000 + chunk, cases=CASES_PER_CHUNK[device], verbose=False)
   assert not bad, f"{len(bad)} mismatches with torch on {device}:\n\n" + "\n\n".join(f"case {cs}:\n{rep}" for cs, rep in bad)
 
+# the other kinds of programs (extra/fuzz_vs_torch.py MIXES): int/bool inputs, dims of size 0 (reductions over empty axes), nan/inf inputs
+@pytest.mark.parametrize("mix", ["ints", "empty", "nonfinite"])
+def test_fuzz_mixes_vs_torch(mix):
+  from tinygrad import Device
+  prev, Device.DEFAULT = Device.DEFAULT, "PYTHON"
+  try: bad = fuzz(seed=1100, cases=25, verbose=False, mix=mix)
+  finally: Device.DEFAULT = prev
+  assert not bad, f"{len(bad)} mismatches with torch ({mix}):\n\n" + "\n\n".join(f"case {cs}:\n{rep}" for cs, rep in bad)
+
 # cases the fuzzer once failed (seed 8 on PYTHON: -0.0 lost by trunc and ceil, hardswish's gradient at -3, an input used only by an unused
 # value, std of equal values): replayed on the device they failed on
 # (21000165: realized output reached only through sign; 23000242: an overflowing float16 gradient through gelu and tan)
@@ -97,6 +106,19 @@ def _inf_times_zero_in_chain_rule():
     fn(x).sum().backward()
     assert math.isnan(x.grad.item()), f"{fn.__name__}'(inf) = {x.grad.item()}, torch nan"
 
+def _amax_grad_of_nan_row():
+  # torch.amax (the fuzzer's reference for max): a row whose max is nan gives every position a nan gradient (grad / count with count 0);
+  # here the nan position gets it all, as torch.max() and max_pool2d do (test_max_min_propagate_nan): torch disagrees with itself, pick one
+  x = Tensor([1.0, math.nan, 3.0], requires_grad=True)
+  x.max().backward()
+  assert all(math.isnan(g) for g in x.grad.tolist()), x.grad.tolist()
+
+def _zero_derivative_blocks_nonfinite():
+  # torch: ceil's 0 derivative meets log2(-1) = nan in mul's backward, 0 * nan = nan; here a zero derivative folds to an exact 0
+  x, y = Tensor([-1.0, 2.0], requires_grad=True), Tensor([3.0, 3.0], requires_grad=True)
+  (x.log2() * y).ceil().sum().backward()
+  assert math.isnan(y.grad.tolist()[0]), y.grad.tolist()
+
 def _grad_flows_through_int_cast():
   # torch: a cast to int or bool is not differentiable, only the +x path carries a gradient
   from tinygrad import dtypes
@@ -108,7 +130,8 @@ KNOWN_BUG_REPROS = {"zero_derivative_grad_is_none": _zero_derivative_grad_is_non
                     "acos_asin_grad_outside_domain": _acos_asin_grad_outside_domain, "backward_after_realize": _backward_after_realize,
                     "pow_zero_loses_grad": _pow_zero_loses_grad, "std_grad_at_zero_is_nan": _std_grad_at_zero_is_nan,
                     "oob_read_after_exp_pad": _oob_read_after_exp_pad, "grads_at_nonfinite_values": _grads_at_nonfinite_values,
-                    "grad_flows_through_int_cast": _grad_flows_through_int_cast, "inf_times_zero_in_chain_rule": _inf_times_zero_in_chain_rule}
+                    "grad_flows_through_int_cast": _grad_flows_through_int_cast, "inf_times_zero_in_chain_rule": _inf_times_zero_in_chain_rule,
+                    "amax_grad_of_nan_row": _amax_grad_of_nan_row, "zero_derivative_blocks_nonfinite": _zero_derivative_blocks_nonfinite}
 
 # a fixed bug keeps its repro as a regression test: only open bugs are strict xfails
 def test_known_bug_list_matches_repros(): assert KNOWN_BUGS_OPEN <= set(KNOWN_BUG_REPROS)

@@ -268,3 +268,37 @@ def test_random_inplace_slices(seed):
       elif k == "imul": a[s1] *= 3; n[s1] *= 3
       elif k == "isum": a[s1] += a.sum(); n[s1] += n.sum()
     np.testing.assert_allclose(a.numpy(), n, rtol=1e-6)
+
+# ***** the same program under any PYTHONHASHSEED: no rewrite, schedule or render step may follow set/dict-of-hash order *****
+
+_RENDER_EVERYWHERE = r'''
+import hashlib, json
+from tinygrad import Tensor, nn
+from tinygrad.codegen.program import get_program
+from tinygrad.uop import Ops
+from tinygrad.renderer.cstyle import ClangRenderer, OpenCLRenderer
+from tinygrad.renderer.ptx import PTXRenderer
+x, w = Tensor.empty(64, 64), Tensor.empty(64, 32)
+Tensor.training = True
+img = Tensor.empty(4, 3, 10, 10, requires_grad=True)
+loss = nn.BatchNorm(4)(img.conv2d(Tensor.empty(4, 3, 3, 3))).relu().max_pool2d().flatten(1).gelu().log_softmax().mean()
+outs = {"tanh": x.tanh(), "tanh64": x.cast("float64").tanh(), "exp": x.exp(), "gelu": x.gelu(), "sin": x.sin(), "pow": x.pow(x @ x.T),
+        "gemm": x @ w, "reduce": x.sum(1), "softmax": x.softmax(-1), "conv_bn_pool_step": loss.gradient(img)[0]}
+res = {}
+for name, t in outs.items():
+  asts = [si.ast for si in t.schedule() if si.ast.op is Ops.SINK]
+  for r in (ClangRenderer(), OpenCLRenderer(), PTXRenderer("sm_80")):
+    res[f"{name}/{type(r).__name__}"] = hashlib.sha256("\n".join(get_program(a, r).src for a in asts).encode()).hexdigest()
+print(json.dumps(res))
+'''
+
+def test_programs_independent_of_hash_seed():
+  import json, os, subprocess, sys
+  got = {}
+  for seed in ("0", "1", "2", "3"):
+    env = {**os.environ, "PYTHONHASHSEED": seed, "CACHELEVEL": "0"}
+    proc = subprocess.run([sys.executable, "-c", _RENDER_EVERYWHERE], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got[seed] = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert len(got["0"]) == 30
+  for seed in ("1", "2", "3"): assert got[seed] == got["0"], [k for k in got["0"] if got[seed][k] != got["0"][k]]

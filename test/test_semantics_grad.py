@@ -169,6 +169,8 @@ NONFINITE_FNS = {
   "erf": (Tensor.erf, torch.erf), "atan": (Tensor.atan, torch.atan), "asinh": (Tensor.asinh, torch.asinh), "softsign": (Tensor.softsign, F.softsign),
   "gelu": (Tensor.gelu, lambda x: F.gelu(x, approximate="tanh")), "square": (Tensor.square, torch.square), "max": (Tensor.max, torch.max),
   "where": (lambda x: (x > 0).where(x, x * 2), lambda x: torch.where(x > 0, x, x * 2)),
+  "silu": (Tensor.silu, F.silu), "mish": (Tensor.mish, F.mish), "expm1": (Tensor.expm1, torch.expm1), "log1p": (Tensor.log1p, torch.log1p),
+  "sinh": (Tensor.sinh, torch.sinh), "cosh": (Tensor.cosh, torch.cosh), "asin": (Tensor.asin, torch.asin), "atanh": (Tensor.atanh, torch.atanh),
 }
 
 @pytest.mark.parametrize("name", sorted(NONFINITE_FNS))
@@ -200,3 +202,52 @@ def test_infinite_upstream_gradient(name):
   x = Tensor([0.5, -0.5, 2.0], requires_grad=True)
   (tfn(x) * 3e38 * 10).sum().backward()
   np.testing.assert_equal(x.grad.numpy(), r.grad.numpy())
+
+@pytest.mark.parametrize("name", sorted(NONFINITE_FNS))
+def test_grads_nonfinite_upstream(name):
+  # torch's chain rule is upstream * derivative: an inf or nan arriving at a 0 derivative is nan (silu'(inf) = 1 + inf * 0), a select
+  # (relu, hardswish, clamp) keeps it out; silu, gelu and mish use torch's one-formula backward (silu'(0) times inf is inf, not nan)
+  tfn, rfn = NONFINITE_FNS[name]
+  vals = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 3.0, -3.0, 1e30, -1e30]
+  for up in (math.inf, -math.inf, math.nan, 0.0):
+    r = torch.tensor(vals, requires_grad=True)
+    (rfn(r) * up).sum().backward()
+    x = Tensor(vals, requires_grad=True)
+    (tfn(x) * up).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-6, equal_nan=True, err_msg=f"{name}' times {up}")
+
+def test_sin_grad_of_big_values():
+  # sin's derivative is cos computed with the same range reduction as the value: sin(pi/2 - x) would round a big x away
+  vals = [1e30, -1e30, 3e7, 1e20, 12345.678, 2.0**100]
+  r = torch.tensor(vals, requires_grad=True)
+  r.sin().sum().backward()
+  x = Tensor(vals, requires_grad=True)
+  x.sin().sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+POOLS = {
+  "max_pool2d": (lambda t: t.max_pool2d(2), lambda t: F.max_pool2d(t, 2)),
+  "max_pool2d_overlap": (lambda t: t.max_pool2d(3, stride=1, padding=1), lambda t: F.max_pool2d(t, 3, stride=1, padding=1)),
+  "max_pool2d_dilated": (lambda t: t.max_pool2d(2, stride=2, dilation=2), lambda t: F.max_pool2d(t, 2, stride=2, dilation=2)),
+  "avg_pool2d": (lambda t: t.avg_pool2d(2), lambda t: F.avg_pool2d(t, 2)),
+  "avg_pool2d_pad": (lambda t: t.avg_pool2d(3, stride=2, padding=1), lambda t: F.avg_pool2d(t, 3, stride=2, padding=1)),
+  "avg_pool2d_nocount": (lambda t: t.avg_pool2d(3, stride=2, padding=1, count_include_pad=False),
+                         lambda t: F.avg_pool2d(t, 3, stride=2, padding=1, count_include_pad=False)),
+}
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_pools_with_nan_and_inf(name):
+  # torch: a window holding nan gives nan (max_pool2d's gradient goes to the nan, as to its argmax), an infinity is an ordinary max;
+  # avg pools pass nan/inf through the sum (no ties here: torch gives a tie to one position, tinygrad shares it)
+  a = np.array([[[[1., np.nan, 3., 4., 0.5], [5., 6., -np.inf, 8., 1.], [np.inf, 1., 2., 3., -1.], [0., 0.25, np.nan, np.inf, 2.],
+                  [-np.inf, -np.inf, -2., 7., 6.5]]]], dtype=np.float32)
+  tfn, rfn = POOLS[name]
+  r = torch.tensor(a, requires_grad=True)
+  ro = rfn(r)
+  w = np.arange(1, ro.numel() + 1, dtype=np.float32).reshape(ro.shape)
+  (ro * torch.tensor(w)).sum().backward()
+  x = Tensor(a, requires_grad=True)
+  xo = tfn(x)
+  (xo * Tensor(w)).sum().backward()
+  np.testing.assert_allclose(xo.numpy(), ro.detach().numpy(), rtol=1e-6, equal_nan=True)
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-6, equal_nan=True)

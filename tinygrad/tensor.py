@@ -796,25 +796,20 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     """self in the dtype composite maths runs in (float32 or float64), and the dtype of the result"""
     out = least_upper_float(self.dtype)
     return self.cast(out if out in (dtypes.float32, dtypes.float64) else dtypes.float32), out
-  def _smooth(self, value:Callable[[Tensor], Tensor], deriv:Callable[[Tensor, Tensor], Tensor]) -> Tensor:
-    """value(x) built on a detached x, with d/dx = deriv(x, value(x)): a hand-written backward without a Function class"""
+  def _smooth(self, value:Callable[[Tensor], Tensor], deriv:Callable[[Tensor, Tensor], Tensor], select:bool=False) -> Tensor:
+    """value(x) built on a detached x, with d/dx = deriv(x, value(x)): a hand-written backward without a Function class. The backward is
+    upstream * deriv (torch's chain rule: inf or nan meeting a 0 derivative is nan); select: torch's backward selects instead, so where deriv
+    is 0 nothing passes"""
     x, out = self._float_cast()
     if not _reaches_grad(x.uop): return value(x).cast(out)   # no gradient can flow: building deriv and its carrier is only Python time
     y = value(xd := x.detach()).detach()
-    return x._with_grad(y, deriv(xd, y)).cast(out)
-  def _with_grad(self, value:Tensor, deriv:Tensor) -> Tensor:
-    # (x - x.detach()) is exactly 0 going forward and passes deriv to x going backward. An infinite deriv goes through two factors of the
-    # largest finite float (0 * inf would be nan forward), a nan one passes nan where the value is nan too (outside the domain, like
-    # torch), else none.
-    # x - x.detach() is nan at an infinite x, but only its gradient (1) is used: the carrier never runs forward
-    dx, d = self - self.detach(), deriv.detach()
-    e, m = dtypes.finfo(self.dtype)
-    big = (2 - 2.0**-m) * 2.0**(2**(e-1) - 1)
-    fin = d.isfinite()
-    dd = fin.where(d, d.isnan().where(value.detach().isnan().where(d, 0.0), d.gt(0).where(d.full_like(big), -big)))
-    # where dd is 0 no gradient passes at all (torch's where: a nan stays out); the carrier is dropped going forward (ZERO_FORWARD), so the
-    # value, -0.0 and infinities included, is exactly value's and the derivative is never computed there
-    carrier = dd.eq(0).where(0.0, fin.where(dx * dd, (dx * dd) * big))
+    return x._with_grad(y, deriv(xd, y), select).cast(out)
+  def _with_grad(self, value:Tensor, deriv:Tensor, select:bool=False) -> Tensor:
+    # (x - x.detach()) is exactly 0 going forward and passes upstream * deriv to x going backward: torch's chain rule, so an infinite or nan
+    # upstream gradient meeting a 0 derivative is nan, as in torch. The carrier is dropped going forward (ZERO_FORWARD): the value, -0.0 and
+    # infinities included, is exactly value's (x - x.detach() is nan at an infinite x, but only its gradient, 1, is used)
+    carrier = (self - self.detach()) * (d := deriv.detach())
+    if select: carrier = d.eq(0).where(0.0, carrier)
     return value + Tensor(UOp(Ops.FUSE, carrier.dtype, (carrier.uop,), ZERO_FORWARD))
   @staticmethod
   def _split_const(name:str, dt:DType, bits:int) -> tuple[float, float]:
@@ -837,7 +832,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def exp2(self) -> Tensor: return self._float_op(Ops.EXP2)
   def log2(self) -> Tensor: return self._float_op(Ops.LOG2)
   def sqrt(self) -> Tensor: return self._float_op(Ops.SQRT)
-  def sin(self) -> Tensor: return self._float_op(Ops.SIN)
+  # d/dx by _trig's cos: the chain rule's sin(pi/2 - x) rounds a big x away
+  def sin(self) -> Tensor: return self._smooth(lambda x: x._float_op(Ops.SIN), lambda x, y: x._trig()[1])
   def reciprocal(self) -> Tensor: return self._float_op(Ops.RECIP)
   def rsqrt(self) -> Tensor:
     x, out = self._float_cast()
@@ -1073,7 +1069,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return x.le(-3).where(0.0, x.ge(3).where(1.0, x.isnan().where(x.detach(), (x + 3) / 6))).cast(out)   # torch: gradient 0 at nan
   def hardswish(self) -> Tensor:
     """x * relu6(x + 3) / 6 as torch computes it (-inf gives nan), with torch's gradient: 0 up to -3, 1 from 3, x/3 + 1/2 between"""
-    return self._smooth(lambda x: x * (x + 3).clamp(0, 6) / 6, lambda x, y: x.le(-3).where(0.0, x.lt(3).where(x / 3 + 0.5, 1.0)))
+    return self._smooth(lambda x: x * (x + 3).clamp(0, 6) / 6, lambda x, y: x.le(-3).where(0.0, x.lt(3).where(x / 3 + 0.5, 1.0)), select=True)
   def elu(self, alpha:float=1.0) -> Tensor:
     x, out = self._float_cast()
     pos = x.le(0).logical_not()   # nan takes the linear branch, like torch (gradient 1 there)
@@ -1087,9 +1083,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     x, out = self._float_cast()
     pos = x.le(0).logical_not()   # nan takes the linear branch, like torch (gradient 1 there)
     return (pos.where(x, pos.where(0.0, x).expm1() * alpha) * scale).cast(out)
-  def silu(self) -> Tensor:
-    x, out = self._float_cast()
-    return (x * x.sigmoid()).cast(out)
+  # silu, gelu and mish: torch's backward formulas (an infinite x or upstream gradient gives torch's nan or inf, not the chain rule's)
+  def silu(self) -> Tensor: return self._smooth(lambda x: x * x._sigmoid_v(), lambda x, y: (s := x._sigmoid_v()) * (1 + x * (1 - s)))
   def swish(self) -> Tensor: return self.silu()
   def quick_gelu(self) -> Tensor:
     x, out = self._float_cast()
@@ -1099,11 +1094,14 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     pass approximate="none" for the exact erf form."""
     x, out = self._float_cast()
     if approximate == "none": return (0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())).cast(out)
-    if approximate == "tanh": return (0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())).cast(out)
+    if approximate == "tanh":
+      def deriv(x:Tensor, y:Tensor) -> Tensor:
+        t = (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh()
+        return 0.5 * (1 + t) + 0.5 * x * ((1 - t * t) * math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * x * x))
+      return x._smooth(lambda x: 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh()), deriv).cast(out)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
   def mish(self) -> Tensor:
-    x, out = self._float_cast()
-    return (x * x.softplus().tanh()).cast(out)
+    return self._smooth(lambda x: x * x.softplus().tanh(), lambda x, y: (t := x.softplus().tanh()) + x * x._sigmoid_v() * (1 - t * t))
 
   # ***** movement *****
 

@@ -236,22 +236,29 @@ def xexp(d:UOp) -> UOp:
   n = next(n for n in range(4, 30) if 0.3466**(n+1) / math.factorial(n+1) < 2.0**-(mantissa_bits(dt) + 5))
   return ldexp2k(_poly(r, [_rnd(Fraction(1, math.factorial(i)), dt) for i in range(n, -1, -1)]), k.cast(int_type(k.dtype)))
 
+@functools.cache
+def _tanh_taylor(n:int) -> tuple[Fraction, ...]:
+  # tanh x = sum a_k x**(2k+1): from y' = 1 - y**2, a_0 = 1 and (2k+1) a_k = -sum_{i+j=k-1} a_i a_j
+  a = [Fraction(1)]
+  for k in range(1, n): a.append(-sum((a[i] * a[k-1-i] for i in range(k)), Fraction(0)) / (2*k+1))
+  return tuple(a)
+
 def xtanh(d:UOp) -> UOp:
-  """tanh |d| with d's sign: below |d| = 0.55 as e/(e+2) with e = expm1(2|d|) by its Taylor series (all terms positive: no cancellation),
-  above as 1 - 2/(1 + e**2|d|): the result is at least 1/2 there, so the subtraction costs under an ulp. One division serves both.
+  """tanh |d| with d's sign: below |d| = 0.55 by its odd Taylor series as x + x*(x**2*P(x**2)) (the correction is under x/10, so
+  under 1.5 ulp), above as 1 - 2/(1 + e**2|d|): the result is at least 1/2 there, so the subtraction costs under an ulp.
   inf -> +-1, nan -> nan, -0 -> -0."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xtanh(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
   ut, sign = int_type(d.dtype, True), 1 << (dt.itemsize * 8 - 1)
   ax = (d.bitcast(ut) & (sign - 1)).bitcast(d.dtype)   # |d| and then d's sign back: bit operations, one vector instruction each
   small = ax < 0.55
-  y = small.where(ax, 0.0) * 2.0
-  # expm1(y) on |y| < 1.1: Taylor terms until the first left out is below 2**-30 (float32) / 2**-57 (float64) of y
-  em = y + y * (y * _poly(y, [_rnd(Fraction(1, math.factorial(n)), dt) for n in range(20 if _is64(dt) else 13, 1, -1)]))
-  # one division for both forms: em/(em+2) below, 2/(e**2|d|+1) above (then 1 minus it: near 1 that keeps the result within an ulp)
-  q = small.where(em, 2.0) / small.where(em + 2.0, xexp(ax * 2.0) + 1.0)
-  r = small.where(q, 1.0 - q)   # >= 0 (or nan)
-  return (r.bitcast(ut) | (d.bitcast(ut) & sign)).bitcast(d.dtype)
+  s = small.where(ax, 0.0)
+  s2 = s * s
+  # terms until the first left out is below 2**-55 (float64) / 2**-27 (float32) of x at x = 0.55
+  series = s + s * (s2 * _poly(s2, [_rnd(c, dt) for c in reversed(_tanh_taylor(19 if _is64(dt) else 8)[1:])]))
+  big = 1.0 - 2.0 / (xexp(small.where(0.0, ax) * 2.0) + 1.0)
+  r = small.where(series, big)
+  return (r.bitcast(ut) | (d.bitcast(ut) & sign)).bitcast(d.dtype)   # >= 0 (or nan): d's sign put back
 
 def xexp2(d:UOp) -> UOp:
   """2**d: overflow -> inf, underflow -> 0 (correctly rounded through the denormals), nan -> nan, -inf -> 0, inf -> inf"""
