@@ -285,8 +285,9 @@ class ProgramFactory(Protocol):
 
 class Compiled:
   """A device: where its buffers live (allocator), how kernels are printed (renderer, which also declares what the device can do), compiled
-  (compiler) and launched (program), and optionally a graph runner class that batches launches (graph, used by TinyJit; True picks the
-  engine's generic GraphRunner, a batch of plain host calls, so a runtime never imports the engine).
+  (compiler) and launched (program), and optionally a graph that batches launches (used by TinyJit): True picks the engine's generic
+  GraphRunner, a batch of plain host calls; a callable graph(GraphRunner, jit_cache, input_buffers, var_vals) builds the device's own
+  runner on the class it is handed, so a runtime never imports the engine.
   A storage-only device (DISK, NPY) has no program (and no renderer that renders)."""
   computes: bool = True   # False where kernels are made but run nowhere (NULL): results are not real
   def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, program:ProgramFactory|None, graph:Any=None):

@@ -201,11 +201,11 @@ class TinyJit(Generic[ReturnType]):
     run: list[ExecItem] = []
     def flush():
       graph = Device[run[0].prg.device].graph if run else None
-      if graph is True: graph = GraphRunner
       if graph is None or len(run) < 2: out.extend(run)
       else:
         ins = [b for b in in_bufs if any(x is b for ei in run for x in ei.bufs)]
-        out.append(ExecItem(graph(list(run), ins, var_vals), list(ins)))
+        # a device's own graph gets GraphRunner to build on: runtime/ never imports the engine
+        out.append(ExecItem(GraphRunner(list(run), ins, var_vals) if graph is True else graph(GraphRunner, list(run), ins, var_vals), list(ins)))
       run.clear()
     for ei in items:
       batchable = isinstance(ei.prg, CompiledRunner) and not any(b is not None and b._base is not None and b._base in in_bufs for b in ei.bufs)

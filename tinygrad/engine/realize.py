@@ -31,9 +31,9 @@ class CompiledRunner(Runner):
     if DEBUG >= 6: dev.compiler.disassemble(self.lib)
     if dev.program is None: raise RuntimeError(f"device {p.device} runs no kernels")
     self._prg: Program = dev.program(p.function_name, self.lib)
-    # without variables the launch dimensions are the same on every call: worked out once
+    # launch dimensions without variables (the kernel may still take some) are the same on every call: worked out once
     self._dims: tuple[tuple[int, ...], tuple[int, ...]|None]|None = None
-    if not p.vars: self._dims = self._launch_dims({})
+    if all(isinstance(s, int) for s in (p.global_size or []) + (p.local_size or [])): self._dims = self._launch_dims({})
     super().__init__(p.name, p.device, p.estimates)
   def __reduce__(self): return self.__class__, (self.p, self.lib)
   def _launch_dims(self, var_vals:dict[UOp, int]) -> tuple[tuple[int, ...], tuple[int, ...]|None]:

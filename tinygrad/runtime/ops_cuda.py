@@ -86,20 +86,18 @@ class KernelNodeParams(ctypes.Structure):   # CUDA_KERNEL_NODE_PARAMS (v1)
   _fields_ = [("func", ctypes.c_void_p), *((f"{k}Dim{d}", ctypes.c_uint) for k in ("grid", "block") for d in "XYZ"),
               ("sharedMemBytes", ctypes.c_uint), ("kernelParams", ctypes.c_void_p), ("extra", ctypes.c_void_p)]
 
-def CUDAGraph(jit_cache:list, input_rawbuffers:list, var_vals:dict) -> Any:
+def CUDAGraph(base:type, jit_cache:list, input_rawbuffers:list, var_vals:dict) -> Any:
   """TinyJit's graph runner for CUDA (Compiled.graph): a run of captured kernels becomes one CUDA graph, a chain of kernel nodes in launch
   order, instantiated once; a replay updates the nodes whose input buffers or variable values changed (cuGraphExecKernelNodeSetParams) and
   submits the whole graph with one cuGraphLaunch. A driver that can't build the graph gets the engine's host-side GraphRunner instead."""
-  try: return _graph_runner()(jit_cache, input_rawbuffers, var_vals)
+  try: return _graph_runner(base)(jit_cache, input_rawbuffers, var_vals)
   except RuntimeError as e:
     if DEBUG >= 1: print(f"CUDA graph not built ({e}): the kernels are launched one by one")
-    from tinygrad.engine.jit import GraphRunner
-    return GraphRunner(jit_cache, input_rawbuffers, var_vals)
+    return base(jit_cache, input_rawbuffers, var_vals)
 
 @functools.cache
-def _graph_runner() -> type:
-  from tinygrad.engine.jit import GraphRunner   # the engine is imported once a jit batches kernels, never by opening the device
-  class CUDAGraphRunner(GraphRunner):
+def _graph_runner(base:type) -> type:
+  class CUDAGraphRunner(base):   # type: ignore[valid-type,misc]  # base is the engine's GraphRunner, passed in by TinyJit
     def __init__(self, jit_cache:list, input_rawbuffers:list, var_vals:dict):
       super().__init__(jit_cache, input_rawbuffers, var_vals)
       self.cu_dev: CUDADevice = cast(CUDAProgram, self.programs[0]).dev
