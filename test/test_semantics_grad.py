@@ -251,3 +251,17 @@ def test_pools_with_nan_and_inf(name):
   (xo * Tensor(w)).sum().backward()
   np.testing.assert_allclose(xo.numpy(), ro.detach().numpy(), rtol=1e-6, equal_nan=True)
   np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-6, equal_nan=True)
+
+def test_gradient_read_after_sibling_gradient_realized():
+  # x0's gradient realizes a buffer that x1's gradient (a detached view of it) also reads; the realize of x1.grad used to leave its
+  # CONTIGUOUS unrealized ("realize left CONTIGUOUS"), because mapping it to the buffer would have opened a gradient path through the detach
+  import torch
+  a, b, w = np.array([[1., 2., 3.]], np.float32), np.array([[5.]], np.float32), np.array([[1., 2., 3., 4.]], np.float32)
+  ts = [Tensor(v, requires_grad=True) for v in (a, b, w)]
+  rs = [torch.tensor(v, requires_grad=True) for v in (a, b, w)]
+  out, ref = ts[0].cat(ts[1], dim=1).sum(keepdim=True).reshape(-1) @ ts[2], torch.cat([rs[0], rs[1]], dim=1).sum(dim=(0, 1), keepdim=True).reshape(-1) @ rs[2]
+  out.realize()
+  (out * Tensor([1., -2., 3., 0.5])).sum().backward()
+  (ref * torch.tensor([1., -2., 3., 0.5])).sum().backward()
+  for t, r in zip(ts, rs): np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-6)
+  assert not ts[1].grad.requires_grad

@@ -118,7 +118,7 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
         if _reaches_grad(k): floats.append(v)
     # a realize must not open a gradient path: x.detach() of a realized x stays a DETACH, not x's own buffer
     for k in cut:
-      if _reaches_grad(v := becomes_map[k], floats_only=False) or any(u in new_origins for u in v.toposort()): del becomes_map[k]
+      if _reaches_grad(v := becomes_map[k], floats_only=False) or any(u in new_origins for u in v.toposort()): becomes_map[k] = v.detach()
   # the gradient origins see realized leaves and values that need no gradient as their buffers; the rest stays the graph it was
   if _grad_origin and (plain := {k: v for k, v in becomes_map.items() if v not in new_origins}):
     origins = list(_grad_origin.items())
@@ -418,19 +418,20 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if capturing and not self._same_in_every_replay():  # a value read while TinyJit captures would be stale in every replay
       raise JitError("TinyJit: tensor data (.numpy(), .item(), .tolist()) read inside a jitted function; return the Tensor and read it outside")
     t = self
-    if not (t.uop.is_realized and t._is_plain_buffer()): t = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()
-    if not t._is_plain_buffer(): raise RuntimeError(f"realize left {t.uop.op} over {t.uop.base.op}, expected a BUFFER with only RESHAPEs on top")
-    return t.uop.base.buffer.as_buffer()
+    if (buf := t._plain_buffer()) is None: buf = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()._plain_buffer()
+    if buf is None: raise RuntimeError(f"realize left {t.uop.op} over {t.uop.base.op}, expected a BUFFER with only RESHAPEs on top")
+    return buf.buffer.as_buffer()
   def _same_in_every_replay(self) -> bool:
     # realized data that no kernel of the capture touches and no input of the jit holds (a constant, a weight read for its shape)
     from tinygrad.engine.realize import capturing, capturing_inputs
-    if not (self.uop.is_realized and self._is_plain_buffer()): return False
-    buf = self.uop.base.buffer.base
+    if (plain := self._plain_buffer()) is None: return False
+    buf = plain.buffer.base
     return all(b is None or b.base is not buf for ei in capturing[-1] for b in ei.bufs) and all(b.base is not buf for b in capturing_inputs[-1])
-  def _is_plain_buffer(self) -> bool:
+  def _plain_buffer(self) -> UOp|None:
+    # the realized buffer holding exactly this tensor's elements in order (under RESHAPEs, and DETACHes a realize may keep), else None
     u = self.uop
-    while u.op is Ops.RESHAPE: u = u.src[0]
-    return u.op is Ops.BUFFER and u.size == self.numel()
+    while u.op in (Ops.RESHAPE, Ops.DETACH): u = u.src[0]
+    return u if u.op is Ops.BUFFER and u.size == self.numel() and u.is_realized else None
   def data(self) -> memoryview:
     """A memoryview of the elements, cast to the dtype's format and the tensor's shape."""
     fmt = self.dtype.fmt
