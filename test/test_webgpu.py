@@ -89,6 +89,15 @@ def test_nan_inf():
   np.testing.assert_equal((x * 2).numpy(), np.array([2.0, np.inf, -np.inf, np.nan, 0.0], dtype=np.float32))
   np.testing.assert_equal((1 / Tensor([0.0, -0.0], device="WEBGPU")).numpy(), [np.inf, -np.inf])
 
+def test_not_equal_with_nan_is_true():
+  # the shader compiler turns a != b into an ordered compare (false when a nan is in it): the renderer tests nan on the bits
+  a = np.array([-4.0, 1.0, np.nan, 2.0, np.inf], dtype=np.float32)
+  x = Tensor(a, device="WEBGPU")
+  with np.errstate(invalid="ignore"):
+    np.testing.assert_equal((x.sqrt() != 1.0).numpy(), np.sqrt(a) != 1.0)
+    np.testing.assert_equal((x != x.sqrt()).numpy(), a != np.sqrt(a))
+  assert not Device["WEBGPU"].renderer.nonfinite_exact and Device["CPU"].renderer.nonfinite_exact
+
 def test_group_reduce_uses_workgroup_memory_and_barriers():
   from tinygrad.opt.kernel import Opt, OptOps
   a = np.random.default_rng(1).standard_normal((4, 256)).astype(np.float32)

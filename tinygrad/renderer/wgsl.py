@@ -100,6 +100,7 @@ class WGSLRenderer(CStyleLanguage):
   global_max = (65535,) * 3          # the WebGPU defaults; the device sets its adapter's limits
   local_max = (256, 256, 64)
   shared_max = 16384
+  nonfinite_exact = False            # WGSL lets the shader compiler assume no nan/inf: lavapipe folds x*0 and x-x to 0, 0/0 to anything
   barrier = "workgroupBarrier();"
   code_for_workitem = {"g": lambda d: f"i32(gid.{'xyz'[d]})", "l": lambda d: f"i32(lid.{'xyz'[d]})"}
   type_map = {dtypes.bool: "bool", dtypes.float32: "f32", dtypes.float16: "f16", dtypes.int32: "i32", dtypes.uint32: "u32",
@@ -208,6 +209,9 @@ class WGSLRenderer(CStyleLanguage):
     # x != x is folded to false by the shader compilers: nan is tested on the bits
     if op in (Ops.CMPNE, Ops.CMPEQ) and x.src[0] is x.src[1] and dtypes.is_float(x.src[0].dtype):
       return f"{'' if op is Ops.CMPNE else '!'}tg_isnan(f32({ops[0]}))"
+    # and a != b with a nan in it comes out false (an ordered compare): the nan is tested on the bits
+    if op is Ops.CMPNE and dtypes.is_float(x.src[0].dtype):
+      return f"(({ops[0]} != {ops[1]}) || tg_isnan(f32({ops[0]})) || tg_isnan(f32({ops[1]})))"
     if (wide := x.src[-1].dtype.scalar()) in _WIDE:
       if (wfxn := _WIDE_OPS.get(op)) is None: raise NotImplementedError(f"WEBGPU emulates {wide} with two 32-bit words and has no {op} for it")
       return wfxn(*ops, not dtypes.is_unsigned(wide))
