@@ -70,9 +70,6 @@ _WIDE_OPS: dict[Ops, Callable[..., str]] = {Ops.ADD: lambda a, b, s: f"tg_add64(
              Ops.WHERE: lambda c, a, b, s: f"select({b}, {a}, {c})"}
 _EXACT = {Ops.MAX, Ops.WHERE, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR}
 
-# lavapipe (Mesa's gallivm) counts every iteration of a loop nest and stops it after this many
-LOOP_LIMIT = 65535
-
 def _render_range(ctx:CStyleCtx, x:UOp) -> str:
   ctx.r[x] = nm = ctx.fixed_name(f"ridx{x.arg}")
   return f"for (var {nm}: {ctx.ren.render_dtype(x.dtype)} = 0; {nm} < {ctx.r[x.src[0]]}; {nm}++) {{"
@@ -99,6 +96,8 @@ class WGSLRenderer(CStyleLanguage):
   supports_float4 = False
   global_max = (65535,) * 3          # the WebGPU defaults; the device sets its adapter's limits
   local_max = (256, 256, 64)
+  # lavapipe (Mesa's gallivm) counts every loop iteration of an invocation, over all its loops, and silently leaves them after 65535
+  loop_max = 65535
   shared_max = 16384
   barrier = "workgroupBarrier();"
   code_for_workitem = {"g": lambda d: f"i32(gid.{'xyz'[d]})", "l": lambda d: f"i32(lid.{'xyz'[d]})"}
@@ -222,18 +221,6 @@ class WGSLRenderer(CStyleLanguage):
     if u.op is Ops.DEFINE_VAR: return f"{nm}: {self.render_dtype(u.dtype)}"
     return f"var<storage, read_write> {nm}: {self.render_dtype(u.dtype)};"
   def render_kernel(self, ctx:CStyleCtx, name:str, kernel:list[str], params:list[str], uops:list[UOp]) -> str:
-    # lavapipe (Mesa's gallivm) silently leaves a loop nest after LOOP_LIMIT iterations in all, counted over every loop in it: refuse instead
-    nest: list[int] = []
-    done = 0
-    for u in uops:
-      if u.op is Ops.RANGE:
-        nest.append((nest[-1] if nest else 1) * int(u.src[0].vmax))
-        if (done := done + nest[-1]) > LOOP_LIMIT:
-          raise RuntimeError(f"WEBGPU: kernel {name} runs {done}+ loop iterations per thread; lavapipe stops loops after {LOOP_LIMIT}. "
-                             "Let the optimizer split the work (drop NOOPT) or use another device")
-      elif u.op is Ops.ENDRANGE:
-        nest.pop()
-        if not nest: done = 0
     local = [1, 1, 1]
     for u in uops:
       if u.op is Ops.SPECIAL and u.arg.kind is ThreadKind.LOCAL: local[u.arg.dim] = cast(int, u.arg.size)
