@@ -175,3 +175,10 @@ def test_loop_nest_over_lavapipe_limit_is_shared_by_a_workgroup():
     p = get_program(Tensor(x, device="WEBGPU")[:, :299].sum().schedule()[-1].ast, dev.renderer)
     assert p.local_size is not None and loop_iterations(p.uops) <= 65535
     np.testing.assert_equal(Tensor(x, device="WEBGPU")[:, :299].sum().item(), 300*299)
+
+def test_workgroup_limits_from_the_adapter():
+  # per dim, and no dim over the invocations a whole workgroup may have: the optimizer keeps a workgroup's total under the largest dim's
+  lim = dev.limits
+  assert dev.renderer.global_max == (lim.maxComputeWorkgroupsPerDimension,) * 3
+  assert all(m <= lim.maxComputeInvocationsPerWorkgroup for m in dev.renderer.local_max)
+  assert dev.renderer.local_max[2] <= lim.maxComputeWorkgroupSizeZ
