@@ -109,8 +109,10 @@ def test_batched(server, monkeypatch):
   assert requests[0].count("exec") >= 2 and "copyin" in requests[0] and requests[0][-1] == "copyout"
 
 def test_compile_error(server):
-  with pytest.raises(CompileError, match="not_c"):
-    RemoteProgram(Device["REMOTE"].conn, "bad", b"this is not_c;")
+  with pytest.raises(CompileError, match="not_c") as e:
+    RemoteProgram(Device["REMOTE"].conn, "bad", b"this is not_c;\nint k(void) { return undeclared_thing; }")
+  # the server's compiler's message and the source with line numbers, as a local compile error shows them
+  assert "error" in str(e.value) and "   2 int k(void) { return undeclared_thing; }" in str(e.value), str(e.value)
   np.testing.assert_array_equal((Tensor([1, 2], device="REMOTE") + 1).numpy(), [2, 3])   # the connection goes on
 
 def test_refused_allocation_recovers(server):
