@@ -150,6 +150,9 @@ def test_renderer_arguments_from_server():
   ren = renderer_from_info({"renderer": "OpenCLRenderer", "args": [False], "options": {}})
   assert ren.fp16 is False and dtypes.float16 in ren.storage_types
   assert renderer_from_info({"renderer": "CUDARenderer", "args": ["sm_90"], "options": {}}).arch == "sm_90"
+  # the launch limits a server's device declares reach the client's codegen (a WEBGPU server's lavapipe loop limit too)
+  wgsl = renderer_from_info({"renderer": "WGSLRenderer", "args": [False], "options": {"global_max": [7, 5, 3], "loop_max": 1000}})
+  assert wgsl.global_max == (7, 5, 3) and wgsl.loop_max == 1000
   with pytest.raises(RuntimeError, match="plain values"): renderer_from_info({"renderer": "OpenCLRenderer", "args": [[1]], "options": {}})
   with pytest.raises(RuntimeError, match="can't be made"): renderer_from_info({"renderer": "ClangRenderer", "args": [1, 2], "options": {}})
 
