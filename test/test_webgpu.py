@@ -182,3 +182,10 @@ def test_workgroup_limits_from_the_adapter():
   assert dev.renderer.global_max == (lim.maxComputeWorkgroupsPerDimension,) * 3
   assert all(m <= lim.maxComputeInvocationsPerWorkgroup for m in dev.renderer.local_max)
   assert dev.renderer.local_max[2] <= lim.maxComputeWorkgroupSizeZ
+
+def test_int64_division_in_a_long_loop():
+  # the emulated int64 division is unrolled: as a loop, its 64 steps per element counted against lavapipe's loop limit and a reduce of a
+  # few thousand quotients was silently cut short
+  from tinygrad.helpers import Context
+  a = np.arange(3000, dtype=np.int64) * 1000003
+  with Context(NOOPT=1, SPLIT_REDUCEOPS=0): assert (Tensor(a, device="WEBGPU") // 7).sum().item() == (a // 7).sum()

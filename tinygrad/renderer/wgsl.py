@@ -13,6 +13,8 @@ from tinygrad.renderer.cstyle import CStyleLanguage, CStyleCtx, base_rewrite, in
 _SMALL_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
 # int64/uint64 are vec2<u32> (low word, high word); their arithmetic is these helpers, signed or not where it matters
 _WIDE = (dtypes.int64, dtypes.uint64)
+# long division, one bit a step, unrolled: lavapipe counts a helper's loop iterations against the thread's loop limit (Renderer.loop_max)
+_DIV_STEP = "  r = tg_shl64(r, 1u); r.x = r.x | ((n.{w} >> {b}u) & 1u); if (!tg_ult64(r, d)) {{ r = tg_sub64(r, d); q.{w} = q.{w} | (1u << {b}u); }}"
 _WIDE_HELPERS = """fn tg_add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
   let lo = a.x + b.x; return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
 }
@@ -40,10 +42,7 @@ fn tg_neg64(a: vec2<u32>) -> vec2<u32> { return tg_sub64(vec2<u32>(0u, 0u), a); 
 fn tg_udivmod64(n: vec2<u32>, d: vec2<u32>) -> vec4<u32> {
   if (all(d == vec2<u32>(0u, 0u))) { return vec4<u32>(0u, 0u, 0u, 0u); }
   var q = vec2<u32>(0u, 0u); var r = vec2<u32>(0u, 0u);
-  for (var i = 63u; i < 64u; i--) {
-    r = tg_shl64(r, 1u); r.x = r.x | ((select(n.x, n.y, i >= 32u) >> (i % 32u)) & 1u);
-    if (!tg_ult64(r, d)) { r = tg_sub64(r, d); if (i >= 32u) { q.y = q.y | (1u << (i - 32u)); } else { q.x = q.x | (1u << i); } }
-  }
+""" + "\n".join(_DIV_STEP.format(w="xy"[i // 32], b=i % 32) for i in range(63, -1, -1)) + """
   return vec4<u32>(q, r);
 }
 fn tg_divmod64(a: vec2<u32>, b: vec2<u32>, signed: bool) -> vec4<u32> {
