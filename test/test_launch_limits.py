@@ -11,7 +11,7 @@ from tinygrad.engine import realize
 from tinygrad.engine.realize import get_program
 from tinygrad.helpers import Context
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import ThreadKind
+from tinygrad.uop.ops import ThreadKind, UOp
 
 # 196613 = 3*65537+2 and 1000003 are prime: nothing divides them, on any launch dim
 ELEMENTWISE = [(196613, 0), (196613, 1), (1000003, 0), (1000003, 1)]
@@ -115,3 +115,16 @@ def test_declared_limits():
     p = get_program(si.ast, ren)
     assert all(g <= m for g, m in zip(p.global_size, ren.global_max)), (type(ren).__name__, p.global_size)
     assert [u.arg.dim for u in p.uops if u.op is Ops.SPECIAL and u.arg.kind is ThreadKind.GLOBAL]
+
+@pytest.mark.parametrize("n", [3, 37, 100])
+def test_tiny_limits_symbolic(tiny_python, n):
+  # a symbolic length over the limits: the launch size is a ceil division of the variable, the guard compares with it
+  from tinygrad import Variable
+  x = Tensor(np.arange(100, dtype=np.float32), device="PYTHON").realize()
+  v = Variable("n", 1, 100).bind(n)
+  with Context(NOOPT=1, CACHELEVEL=0):
+    assert (x.shrink(((0, v),)) * 2).sum().item() == 2 * sum(range(n))
+    t = (x.shrink(((0, v),)) * 2 + 1).realize()
+  np.testing.assert_equal(np.frombuffer(t.uop.base.buffer.as_buffer(), dtype=np.float32)[:n], np.arange(n) * 2 + 1)
+  p = [r.p for r in realize.method_cache.values()][-1]
+  assert isinstance(p.global_size[0], UOp) and p.global_size[0].vmax <= 7, p.global_size   # chunks of (n+14)//15: at most dim 0's 7

@@ -110,7 +110,7 @@ def get_index(ast:UOp, opts:Renderer) -> LowererContext:
   def cut(a:int, inner_id:UOp, outer_id:UOp, chunks:int, inner:sint) -> UOp:
     ctx.parts[a] = (outer_id, inner_id)
     idx = outer_id * as_idx(inner) + inner_id
-    if not (isinstance(inner, int) and chunks * inner == full_shape[a]): ctx.guards[a] = idx < as_idx(full_shape[a])
+    if not (isinstance(inner, int) and isinstance(size := full_shape[a], int) and chunks * inner == size): ctx.guards[a] = idx < as_idx(full_shape[a])
     return idx
   idxs: dict[int, UOp] = {}
   global_axes = [i for i, t in enumerate(axis_types) if t is AxisType.GLOBAL]
