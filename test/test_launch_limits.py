@@ -108,6 +108,9 @@ def test_declared_limits():
   from tinygrad.renderer.wgsl import WGSLRenderer
   assert CUDARenderer.global_max == PTXRenderer.global_max == (2**31-1, 65535, 65535)
   assert WGSLRenderer.global_max == (65535,) * 3 and WGSLRenderer.loop_max == 65535
+  # the emulator posing as CUDA takes CUDA's launch limits, so its kernels are cut as CUDA's would be
+  from tinygrad.runtime.ops_python import PythonRenderer
+  assert PythonRenderer("CUDA").global_max == CUDARenderer.global_max and PythonRenderer("CUDA").local_max == CUDARenderer.local_max
   for ren in (CUDARenderer(), OpenCLRenderer(), MetalRenderer(), AMDRenderer(), PTXRenderer("sm_80"), WGSLRenderer()):
     # a 2D kernel whose outer axis is over CUDA's y limit: it is cut, on every device
     t = Tensor.empty(70001, 3, device="PYTHON").T + 1
