@@ -57,6 +57,10 @@ def test_kernel_compiles_once(monkeypatch):
     np.testing.assert_equal((x * 7.75 + 0.5).numpy(), np.arange(6) * 7.75 + 0.5)
   assert len(builds) <= 1
 
+def test_workgroup_limits_from_the_device():
+  # CL_DEVICE_MAX_WORK_ITEM_SIZES per dim, none over CL_DEVICE_MAX_WORK_GROUP_SIZE (the optimizer keeps a workgroup under the largest)
+  assert len(gpu.renderer.local_max) == 3 and all(0 < m <= gpu.max_workgroup for m in gpu.renderer.local_max)
+
 def test_copies_between_cpu_python_and_gpu():
   a = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
   g = Tensor(a, device="CPU").to("GPU")

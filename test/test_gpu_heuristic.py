@@ -82,3 +82,17 @@ def test_results_with_workgroups(dev, case, monkeypatch):
     progs = [r.p for r in realize.method_cache.values()]
   np.testing.assert_allclose(out, ref(a, b), rtol=1e-4, atol=1e-3)
   assert any(_local_size(p) > 1 for p in progs), [p.applied_opts for p in progs]
+
+@pytest.mark.parametrize("name", ["OpenCL", "WGSL", "CUDA"])
+def test_prime_axes_are_padded_to_whole_workgroups(name):
+  # nothing divides 100003: the output axis is padded to whole workgroups (the padding is gated off), a sum's axis to whole groups (zeros
+  # add nothing); a max can't pad with zeros and keeps its single thread (or, over a loop limit, the lowerer's guarded workgroup)
+  ren = RENDERERS[name]()
+  (ast,) = _asts(Tensor.empty(100003, device="PYTHON") * 2 + 1)
+  p = get_program(ast, ren)
+  assert [o.op for o in p.applied_opts] == [OptOps.PADTO, OptOps.LOCAL] and _local_size(p) > 1, p.applied_opts
+  assert p.global_size[0] * _local_size(p) >= 100003 and all(g <= m for g, m in zip(p.global_size, ren.global_max))
+  with Context(SPLIT_REDUCEOPS=0): ast = _asts(Tensor.empty(100003, device="PYTHON").sum())[0]
+  assert [o.op for o in get_program(ast, ren).applied_opts][-2:] == [OptOps.PADTO, OptOps.GROUP]
+  with Context(SPLIT_REDUCEOPS=0): ast = _asts(Tensor.empty(100003, device="PYTHON").max())[0]
+  assert OptOps.PADTO not in [o.op for o in get_program(ast, ren).applied_opts]

@@ -109,8 +109,10 @@ def test_batched(server, monkeypatch):
   assert requests[0].count("exec") >= 2 and "copyin" in requests[0] and requests[0][-1] == "copyout"
 
 def test_compile_error(server):
-  with pytest.raises(CompileError, match="not_c"):
-    RemoteProgram(Device["REMOTE"].conn, "bad", b"this is not_c;")
+  with pytest.raises(CompileError, match="not_c") as e:
+    RemoteProgram(Device["REMOTE"].conn, "bad", b"this is not_c;\nint k(void) { return undeclared_thing; }")
+  # the server's compiler's message and the source with line numbers, as a local compile error shows them
+  assert "error" in str(e.value) and "   2 int k(void) { return undeclared_thing; }" in str(e.value), str(e.value)
   np.testing.assert_array_equal((Tensor([1, 2], device="REMOTE") + 1).numpy(), [2, 3])   # the connection goes on
 
 def test_refused_allocation_recovers(server):
@@ -148,6 +150,9 @@ def test_renderer_arguments_from_server():
   ren = renderer_from_info({"renderer": "OpenCLRenderer", "args": [False], "options": {}})
   assert ren.fp16 is False and dtypes.float16 in ren.storage_types
   assert renderer_from_info({"renderer": "CUDARenderer", "args": ["sm_90"], "options": {}}).arch == "sm_90"
+  # the launch limits a server's device declares reach the client's codegen (a WEBGPU server's lavapipe loop limit too)
+  wgsl = renderer_from_info({"renderer": "WGSLRenderer", "args": [False], "options": {"global_max": [7, 5, 3], "loop_max": 1000}})
+  assert wgsl.global_max == (7, 5, 3) and wgsl.loop_max == 1000
   with pytest.raises(RuntimeError, match="plain values"): renderer_from_info({"renderer": "OpenCLRenderer", "args": [[1]], "options": {}})
   with pytest.raises(RuntimeError, match="can't be made"): renderer_from_info({"renderer": "ClangRenderer", "args": [1, 2], "options": {}})
 

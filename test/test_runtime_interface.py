@@ -93,13 +93,17 @@ class SmallRenderer(PythonRenderer):
   global_max = (4, 4, 4)
   local_max = (2, 8, 8)
 
-def test_global_max_keeps_big_axes_as_loops(builds, monkeypatch):
+def test_global_max_cuts_big_axes(builds, monkeypatch):
   dev = fake_device(monkeypatch, "PYTHON:6", SmallRenderer())
   x = np.arange(3*10, dtype=np.float32).reshape(10, 3)
-  np.testing.assert_allclose((Tensor(x, device=dev).T * 2).numpy(), x.T * 2)
+  with Context(NOOPT=1): np.testing.assert_allclose((Tensor(x, device=dev).T * 2).numpy(), x.T * 2)
   p = builds[-1]
-  # the (3, 10) output: 3 fits dim 1, 10 is over the limit of dim 0 and stays a loop
-  assert p.global_size == [1, 3, 1] and any(u.op is Ops.RANGE for u in p.uops), p.global_size
+  # the (3, 10) output: 10 is over dim 0's limit of 4, so it is cut into 5 chunks of 2 (exact: no guard); 5 chunks are over dim 1's limit
+  # too, so they loop in each thread, and the 3 takes dim 1 (test_launch_limits.py cuts with guards)
+  assert p.global_size == [2, 3, 1] and sum(u.op is Ops.RANGE for u in p.uops) == 1, p.global_size
+  # with the heuristic's workgroup of 2 the (3, 5) workgroups are left: 5 is cut into 2 chunks of 3 (guarded) on dims 0 and 1
+  np.testing.assert_allclose((Tensor(x, device=dev).T * 3).numpy(), x.T * 3)
+  assert builds[-1].global_size == [3, 2, 3] and builds[-1].local_size == [2, 1, 1], (builds[-1].global_size, builds[-1].applied_opts)
 
 def test_local_max_refused_with_clear_error():
   from tinygrad.codegen.program import get_program

@@ -120,3 +120,28 @@ def test_checker_finds_cycles():
 
 def test_engine_never_imports_opt(graph):
   assert not {d for m, deps in graph.items() if m.startswith("tinygrad.engine") for d in deps if d.startswith("tinygrad.opt")}
+
+# ***** capabilities, not names: no code outside runtime/ compares a device name (issue 10) *****
+DEVICE_NAMES = {"CPU", "LLVM", "GPU", "CL", "CUDA", "NV", "AMD", "METAL", "WEBGPU", "REMOTE", "DISK", "NPY", "NULL", "PYTHON", "QCOM", "DSP"}
+
+def _names_in(node:ast.AST) -> set[str]:
+  items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+  return {x.value.split(":")[0].upper() for x in items if isinstance(x, ast.Constant) and isinstance(x.value, str)} & DEVICE_NAMES
+
+def device_name_compares(tree:ast.AST) -> list[int]:
+  """Lines that compare a value with a device name: ==/!=/in/not in against a name (or a tuple of names), or .startswith(name)."""
+  lines = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Compare) and any(_names_in(x) for x in [node.left, *node.comparators]): lines.append(node.lineno)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("startswith", "endswith") and \
+       any(_names_in(a) for a in node.args): lines.append(node.lineno)
+  return lines
+
+def test_no_device_name_compares_outside_runtime():
+  bad = {str(p.relative_to(ROOT.parent)): ls for p in sorted(ROOT.rglob("*.py")) if "runtime" not in p.relative_to(ROOT).parts
+         and (ls := device_name_compares(ast.parse(p.read_text())))}
+  assert not bad, f"device names compared outside runtime/ (ask the device's capabilities instead): {bad}"
+
+def test_device_name_checker_finds_compares():
+  src = 'if dev == "CPU": pass\nif d.split(":")[0] in ("GPU", "CUDA"): pass\nx = dev.startswith("WEBGPU")\nok = dev == "cpu_count"\n'
+  assert device_name_compares(ast.parse(src)) == [1, 2, 3]

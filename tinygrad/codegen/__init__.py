@@ -69,6 +69,16 @@ def _check_launch(name:str, kind:str, size:list[sint], limit:tuple[int, ...]|Non
       raise RuntimeError(f"kernel {name}: {kind} size {s} in dim {d} is over the device's limit {m} (limits {limit}); "
                          f"this kernel can't launch there without other opts")
 
+def loop_iterations(uops:list[UOp]) -> int:
+  """The loop iterations one thread runs over all its loops, each loop's exit test counted (Renderer.loop_max)."""
+  trips, total = [1], 0
+  for u in uops:
+    if u.op is Ops.RANGE:
+      n = int(u.src[0].vmax)
+      total, trips = total + trips[-1] * (n + 1), trips + [trips[-1] * n]
+    elif u.op is Ops.ENDRANGE: trips.pop()
+  return total
+
 def to_program(opt_ast:UOp, renderer:Renderer, applied_opts:tuple=(), ast:UOp|None=None) -> ProgramSpec:
   """Lower and render an optimized kernel AST, made from ast (tinygrad.codegen.program.get_program optimizes first)."""
   uops = full_rewrite(opt_ast, renderer)
@@ -85,6 +95,9 @@ def to_program(opt_ast:UOp, renderer:Renderer, applied_opts:tuple=(), ast:UOp|No
   for u in uops:
     if u.op is Ops.SPECIAL: (local_size if u.arg.kind is ThreadKind.LOCAL else global_size)[u.arg.dim] = u.arg.size
   _check_launch(name, "global", global_size, renderer.global_max)
+  if renderer.loop_max is not None and (n := loop_iterations(uops)) > renderer.loop_max:
+    raise RuntimeError(f"kernel {name}: a thread runs {n} loop iterations, over device {renderer.device}'s limit {renderer.loop_max} "
+                       f"(a longer loop silently stops there); make the reduce shorter or use another device")
   _check_launch(name, "local", local_size, renderer.local_max)
   gbufs = sorted([u for u in uops if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
   def buf_args(op:Ops) -> list[int]:

@@ -130,8 +130,11 @@ def gpu_workgroups(k:Kernel, opts:list[Opt]) -> None:
     # shared memory holds each thread's partial results: one per upcast output
     lanes = prod(k.full_shape[a] for a in k.axes_of(AxisType.UPCAST))
     fits = [g for g in (32, 16, 8, 4) if g <= lmax[0] and isinstance(lanes, int) and g * itemsize * lanes <= k.opts.shared_max]
-    if isinstance(rs, int) and isinstance(whole, int) and whole >= 256 and (amt := _largest_divisor(rs, tuple(fits))) is not None:
-      _try(k, Opt(OptOps.GROUP, len(reduce_axes)-1, amt), opts)
+    if isinstance(rs, int) and isinstance(whole, int) and whole >= 256:
+      # a sum over a length nothing divides (a prime) is padded with zeros to a whole number of groups
+      if (amt := _largest_divisor(rs, tuple(fits))) is None and fits and rs >= 8 * fits[0] and \
+         _try(k, Opt(OptOps.PADTO, reduce_axes[-1], fits[0]), opts): amt = fits[0]
+      if amt is not None: _try(k, Opt(OptOps.GROUP, len(reduce_axes)-1, amt), opts)
   threads = prod(k.full_shape[a] for a in k.axes_of(AxisType.LOCAL, AxisType.GROUP_REDUCE))
   glb = k.axes_of(AxisType.GLOBAL)
   # the last three global axes are launch dimensions; a new local axis is the outermost so far, so it takes the next launch dimension
@@ -139,5 +142,7 @@ def gpu_workgroups(k:Kernel, opts:list[Opt]) -> None:
     if not isinstance(s := k.full_shape[glb[j]], int) or (dim := len(k.axes_of(AxisType.LOCAL, AxisType.GROUP_REDUCE))) >= 3: break
     # with more axes to come, one gets at most 32 threads, so a 2D output gets a 2D tile of threads
     cap = min(WORKGROUP_THREADS // threads, lmax[dim], 32 if j > max(0, len(glb)-3) else WORKGROUP_THREADS)
-    if (amt := _largest_divisor(s, tuple(c for c in (128, 64, 32, 16, 8, 4, 2) if c <= cap and c <= s))) is not None and \
-       _try(k, Opt(OptOps.LOCAL, j, amt), opts): threads *= amt
+    amt = _largest_divisor(s, tuple(c for c in (128, 64, 32, 16, 8, 4, 2) if c <= cap and c <= s))
+    # an axis nothing divides (a prime size) is padded up to a whole number of workgroups: the padding's loads and stores are gated off
+    if amt is None and cap >= 8 and s >= 8 * cap and not k.axes_of(AxisType.LOCAL) and _try(k, Opt(OptOps.PADTO, glb[j], cap), opts): amt = cap
+    if amt is not None and _try(k, Opt(OptOps.LOCAL, j, amt), opts): threads *= amt

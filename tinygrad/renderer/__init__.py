@@ -103,9 +103,13 @@ class Renderer:
   vector_alu_dtypes: tuple[DType, ...] = VECTOR_ALU_DTYPES
   simd_bytes: int = 16         # the width of one vector register (a device may measure its host and set this)
   machine: MachineModel|None = None   # a CPU device's measured machine model (its CPU heuristics read it)
-  # the most workgroups / threads per workgroup per launch dimension (dim 0 first); None: no limit. codegen refuses a kernel over them
+  # the most workgroups / threads per workgroup per launch dimension (dim 0 first); None: no limit. Codegen cuts a global axis over its
+  # dim's limit into chunks (codegen/lowerer.py) and refuses a workgroup over local_max
   global_max: tuple[int, ...]|None = (2**31-1,) * 3
   local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
+  # the most loop iterations one thread may run, over all its loops (each exit test counted); None: no limit. Codegen spreads a longer
+  # reduce over a workgroup, and refuses a kernel still over it
+  loop_max: int|None = None
   # the dtypes the device holds and computes; None: every dtype
   dtypes_supported: frozenset[DType]|None = None
   shared_max: int = 32768

@@ -13,6 +13,8 @@ from tinygrad.renderer.cstyle import CStyleLanguage, CStyleCtx, base_rewrite, in
 _SMALL_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
 # int64/uint64 are vec2<u32> (low word, high word); their arithmetic is these helpers, signed or not where it matters
 _WIDE = (dtypes.int64, dtypes.uint64)
+# long division, one bit a step, unrolled: lavapipe counts a helper's loop iterations against the thread's loop limit (Renderer.loop_max)
+_DIV_STEP = "  r = tg_shl64(r, 1u); r.x = r.x | ((n.{w} >> {b}u) & 1u); if (!tg_ult64(r, d)) {{ r = tg_sub64(r, d); q.{w} = q.{w} | (1u << {b}u); }}"
 _WIDE_HELPERS = """fn tg_add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
   let lo = a.x + b.x; return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
 }
@@ -40,10 +42,7 @@ fn tg_neg64(a: vec2<u32>) -> vec2<u32> { return tg_sub64(vec2<u32>(0u, 0u), a); 
 fn tg_udivmod64(n: vec2<u32>, d: vec2<u32>) -> vec4<u32> {
   if (all(d == vec2<u32>(0u, 0u))) { return vec4<u32>(0u, 0u, 0u, 0u); }
   var q = vec2<u32>(0u, 0u); var r = vec2<u32>(0u, 0u);
-  for (var i = 63u; i < 64u; i--) {
-    r = tg_shl64(r, 1u); r.x = r.x | ((select(n.x, n.y, i >= 32u) >> (i % 32u)) & 1u);
-    if (!tg_ult64(r, d)) { r = tg_sub64(r, d); if (i >= 32u) { q.y = q.y | (1u << (i - 32u)); } else { q.x = q.x | (1u << i); } }
-  }
+""" + "\n".join(_DIV_STEP.format(w="xy"[i // 32], b=i % 32) for i in range(63, -1, -1)) + """
   return vec4<u32>(q, r);
 }
 fn tg_divmod64(a: vec2<u32>, b: vec2<u32>, signed: bool) -> vec4<u32> {
@@ -69,9 +68,6 @@ _WIDE_OPS: dict[Ops, Callable[..., str]] = {Ops.ADD: lambda a, b, s: f"tg_add64(
              Ops.SHL: lambda a, b, s: f"tg_shl64({a}, u32({b}.x))", Ops.SHR: lambda a, b, s: f"tg_shr64({a}, u32({b}.x), {str(s).lower()})",
              Ops.WHERE: lambda c, a, b, s: f"select({b}, {a}, {c})"}
 _EXACT = {Ops.MAX, Ops.WHERE, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR}
-
-# lavapipe (Mesa's gallivm) counts every iteration of a loop nest and stops it after this many
-LOOP_LIMIT = 65535
 
 def _render_range(ctx:CStyleCtx, x:UOp) -> str:
   ctx.r[x] = nm = ctx.fixed_name(f"ridx{x.arg}")
@@ -99,6 +95,8 @@ class WGSLRenderer(CStyleLanguage):
   supports_float4 = False
   global_max = (65535,) * 3          # the WebGPU defaults; the device sets its adapter's limits
   local_max = (256, 256, 64)
+  # lavapipe (Mesa's gallivm) counts every loop iteration of an invocation, over all its loops, and silently leaves them after 65535
+  loop_max = 65535
   shared_max = 16384
   nonfinite_exact = False            # WGSL lets the shader compiler assume no nan/inf: lavapipe folds x*0 and x-x to 0, 0/0 to anything
   barrier = "workgroupBarrier();"
@@ -226,18 +224,6 @@ class WGSLRenderer(CStyleLanguage):
     if u.op is Ops.DEFINE_VAR: return f"{nm}: {self.render_dtype(u.dtype)}"
     return f"var<storage, read_write> {nm}: {self.render_dtype(u.dtype)};"
   def render_kernel(self, ctx:CStyleCtx, name:str, kernel:list[str], params:list[str], uops:list[UOp]) -> str:
-    # lavapipe (Mesa's gallivm) silently leaves a loop nest after LOOP_LIMIT iterations in all, counted over every loop in it: refuse instead
-    nest: list[int] = []
-    done = 0
-    for u in uops:
-      if u.op is Ops.RANGE:
-        nest.append((nest[-1] if nest else 1) * int(u.src[0].vmax))
-        if (done := done + nest[-1]) > LOOP_LIMIT:
-          raise RuntimeError(f"WEBGPU: kernel {name} runs {done}+ loop iterations per thread; lavapipe stops loops after {LOOP_LIMIT}. "
-                             "Let the optimizer split the work (drop NOOPT) or use another device")
-      elif u.op is Ops.ENDRANGE:
-        nest.pop()
-        if not nest: done = 0
     local = [1, 1, 1]
     for u in uops:
       if u.op is Ops.SPECIAL and u.arg.kind is ThreadKind.LOCAL: local[u.arg.dim] = cast(int, u.arg.size)

@@ -186,10 +186,12 @@ class GPUDevice(Compiled):
     renderer = OpenCLRenderer(fp16="cl_khr_fp16" in self.extensions)
     # double is optional in OpenCL C; half without cl_khr_fp16, bfloat16 and fp8 are stored as bits and computed in float
     renderer.dtypes_supported = frozenset(d for d in DTYPES_DICT.values() if d != dtypes.float64 or "cl_khr_fp64" in self.extensions)
-    renderer.local_max = tuple(ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1005), i*8).value for i in range(3))
+    self.max_workgroup = ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1004)).value
+    # per dim, and never over the threads a whole workgroup may have (the optimizer keeps a workgroup's total under the largest dim's)
+    renderer.local_max = tuple(min(self.max_workgroup, ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1005), i*8).value)
+                               for i in range(3))
     renderer.shared_max = ctypes.c_uint64.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1023)).value
     self.base_align = ctypes.c_uint32.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1019)).value // 8   # MEM_BASE_ADDR_ALIGN, bits
-    self.max_workgroup = ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1004)).value
     self.allocator: GPUAllocator
     super().__init__(device, GPUAllocator(self), renderer, GPUCompiler(self), functools.partial(GPUProgram, self))
   def synchronize(self) -> None: check(_cl().clFinish(self.queue), "clFinish")

@@ -425,7 +425,7 @@ class PythonRenderer(Renderer):
   has_local = True
   has_shared = True
   supports_float4 = True
-  global_max = (2**31-1,)*3
+  global_max: tuple[int, ...]|None = (2**31-1,)*3
   local_max: tuple[int, ...]|None = (1024, 1024, 1024)
   shared_max = 1 << 20
   code_for_op = {op: (lambda *a, dtype: "") for op in python_alu}
@@ -437,7 +437,7 @@ class PythonRenderer(Renderer):
       families: dict[str, type[Renderer]|Renderer] = {"CUDA": CUDARenderer, "AMD": AMDRenderer, "AMD_MFMA": AMDLLVMRenderer("gfx90a"),
                                                       "METAL": MetalRenderer, "INTEL": IntelRenderer}
       if (fam := families.get(self.emulate)) is None: raise ValueError(f"EMULATE={self.emulate}: the PYTHON device emulates {sorted(families)}")
-      self.tensor_cores, self.local_max, self.shared_max = fam.tensor_cores, fam.local_max, fam.shared_max
+      self.tensor_cores, self.global_max, self.local_max, self.shared_max = fam.tensor_cores, fam.global_max, fam.local_max, fam.shared_max
       self.dtypes_supported = fam.dtypes_supported   # METAL has no float64
       self.vector_alu_lanes, self.vector_alu_ops, self.vector_alu_dtypes = fam.vector_alu_lanes, fam.vector_alu_ops, fam.vector_alu_dtypes
   def __reduce__(self): return self.__class__, (self.emulate,)

@@ -207,7 +207,9 @@ class WEBGPUDevice(Compiled):
     lim = adapter_limits
     renderer = WGSLRenderer(f16=f16)
     renderer.global_max = (lim.maxComputeWorkgroupsPerDimension,) * 3
-    renderer.local_max = (lim.maxComputeWorkgroupSizeX, lim.maxComputeWorkgroupSizeY, lim.maxComputeWorkgroupSizeZ)
+    # per dim, and never over the invocations a whole workgroup may have (the optimizer keeps a workgroup's total under the largest dim's)
+    renderer.local_max = tuple(min(x, lim.maxComputeInvocationsPerWorkgroup) for x in (lim.maxComputeWorkgroupSizeX, lim.maxComputeWorkgroupSizeY,
+                                                                                         lim.maxComputeWorkgroupSizeZ))
     renderer.shared_max = lim.maxComputeWorkgroupStorageSize
     self.allocator: WEBGPUAllocator
     super().__init__(device, WEBGPUAllocator(self), renderer, WEBGPUCompiler(self), functools.partial(WEBGPUProgram, self))
