@@ -7,6 +7,7 @@ from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, 
 from tinygrad.dtype import dtypes, DType, PtrDType
 from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
+from tinygrad.uop.symbolic import pm_reduce_gather
 
 @dataclass
 class LowererContext:
@@ -54,7 +55,7 @@ pm_lowerer = PatternMatcher([
   (UPat((Ops.CONST, Ops.VCONST), src=(UPat(Ops.VIEW, name="view"),), name="c"), lower_const),
   (UPat(Ops.VALID, src=(UPat(Ops.VIEW, name="view"),)), lambda ctx, view: _indexed(ctx, view)[1]),
   (UPat(Ops.REDUCE_AXIS, name="r"), lower_reduce),
-])
+]) + pm_reduce_gather
 
 def needs_int64(ast:UOp, full_shape:tuple[sint, ...]) -> bool:
   limit = 2**31 - 1
