@@ -264,22 +264,8 @@ def Gather(x, indices, axis=0, runner=None):
   if indices.ndim == 0 and indices.numel() == 1:
     i = int(indices.item())
     return _take(x, axis, [i + x.shape[axis] if i < 0 else i]).squeeze(axis)
-  if axis == 0 and runner is not None and runner.is_constant(x): return embedding(x, indices)
   return _take(x, axis, _norm_index(indices.cast(dtypes.int64), x.shape[axis]))
 
-_finite: dict[int, tuple[weakref.ref, bool]] = {}
-def embedding(table: Tensor, indices: Tensor) -> Tensor:
-  """Rows of a constant table (an embedding): a one-hot matrix times the table, which runs as a GEMM, about twice as fast as the
-  compare-and-sum of a plain gather (both read the whole table). Exact when the table is finite (one nonzero term per sum): a table
-  holding inf or nan (checked once) takes the plain gather."""
-  n = table.shape[0]
-  if (fin := _finite.get(id(table))) is None or fin[0]() is not table:
-    _finite[id(table)] = fin = (weakref.ref(table), dtypes.is_float(table.dtype) and table.ndim == 2 and bool(((table - table) == 0).all().item()))
-    weakref.finalize(table, _finite.pop, id(table), None)
-  if not fin[1] or indices.numel() < 8 or not isinstance(n, int): return _take(table, 0, _norm_index(indices.cast(dtypes.int64), n))
-  idx = indices.reshape(-1, 1).cast(dtypes.int64 if n > 2**31 - 1 else dtypes.int32)
-  one_hot = (_norm_index(idx, n) == Tensor.arange(n, device=table.device, dtype=idx.dtype).reshape(1, n)).cast(table.dtype).contiguous()
-  return (one_hot @ table).reshape(*indices.shape, *table.shape[1:])
 def GatherElements(x, indices, axis=0):
   axis = _axis(axis, x.ndim)
   return x.gather(axis, _norm_index(indices, x.shape[axis]))
@@ -654,7 +640,8 @@ def LayerNormalization(x, scale, B=None, axis=-1, epsilon=1e-5, stash_type=1):
   inv = ((xf - mean).square().mean(ax, keepdim=True) + epsilon).rsqrt()
   y = ((xf - mean) * inv).cast(x.dtype) * scale
   if B is not None: y = y + B
-  return y, mean, inv
+  # stored once: its readers (the next matmul, the residual add, the next normalization's reduces) don't each recompute it and the chain behind it
+  return y.contiguous(), mean, inv
 def RMSNormalization(x, scale, axis=-1, epsilon=1e-5, stash_type=1):
   ax = tuple(range(_axis(axis, x.ndim), x.ndim))
   xf = x.cast(dtypes.float32) if stash_type == 1 else x

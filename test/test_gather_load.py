@@ -71,7 +71,7 @@ def test_reduce_loop_is_gone():
 def test_split_reduce_axis_collapses_too():
   # the reduce axis unrolled by 4 (lanes) and looped over 250: still one load, solved digit by digit from the index
   x, idx = Tensor.empty(1000, 8), Tensor.empty(5, dtype=dtypes.int32)
-  for opts in ([Opt(OptOps.UNROLL, 0, 4)], [Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.UNROLL, 0, 4)]):
+  for opts in ([Opt(OptOps.UNROLL, 0, 4)], [Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.UNROLL, 0, 4)]):
     for p in _programs(x[idx], opts): assert 250 not in _loop_sizes(p) and 1000 not in _loop_sizes(p)
   with Context(NOOPT=1):
     xs = np.random.default_rng(2).standard_normal((1000, 8)).astype(np.float32)
