@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ONNX latency: ResNet-18 (1x3x224x224) and a BERT-like encoder exported from PyTorch, tinygrad (OnnxRunner under TinyJit, and eager:
-the graph built, scheduled and run every call) vs onnxruntime vs PyTorch, in one run. The three take turns call by call, so a loaded machine slows them alike; each number is the best of
---runs calls.
+the graph built, scheduled and run every call) vs onnxruntime vs PyTorch, in one run. They take turns call by call, so a loaded machine
+slows them alike; each number is the best of --runs calls.
   python3 extra/bench/bench_onnx.py [--runs N] [--threads T] [--only resnet18|bert_like]
 --threads 1 (the default): one thread each (CPU_THREADS=1, intra_op_num_threads=1, torch.set_num_threads(1)), timed as this process's
 CPU time, which other processes on the machine don't inflate. --threads T > 1: T threads each, timed by the wall clock."""

@@ -375,7 +375,8 @@ def reduce_gather(red:UOp) -> UOp|None:
   lanes = {u: UOp.variable(f"__lane{i}", 0, u.arg[1]-1, u.dtype) for i, u in enumerate(loop) if u.op is Ops.UNROLL}
   e = graph_rewrite(e.substitute(lanes), sym)
   while e.op is Ops.CAST and dtypes.is_int(e.src[0].dtype) and can_safe_cast(e.src[0].dtype, e.dtype): e = e.src[0]
-  back, off, digits = {v: u for u, v in lanes.items()}, [], []
+  back, off = {v: u for u, v in lanes.items()}, []
+  digits: list[tuple[int, UOp, int]] = []
   for t in e.split_uop(Ops.ADD):
     b, k = _term(t)
     if (v := back.get(b, b)) in loop and k > 0 and v not in [d[1] for d in digits]:
