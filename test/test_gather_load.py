@@ -98,3 +98,13 @@ def test_arange_is_the_index():
     (p,) = _programs(Tensor.arange(n))
     assert not any(u.op in (Ops.WHERE, Ops.MOD, Ops.IDIV, Ops.SHR, Ops.AND) for u in p.uops), p.src
     np.testing.assert_array_equal(Tensor.arange(n).numpy(), np.arange(n))
+
+def test_symbolic_length_is_left_a_loop(device):
+  # a loop whose length is a bound Variable may run short of its bound: indices past the bound value read 0, not the buffer beyond
+  from tinygrad import Variable
+  xs = np.arange(10, dtype=np.float32) + 1
+  v = Variable("v", 1, 10).bind(4)
+  idx = Tensor(np.array([0, 3, 5, 9], dtype=np.int32))
+  x = Tensor(xs).shrink(((0, v),))
+  out = (idx.reshape(4, 1) == Tensor.arange(v).reshape(1, v)).where(x.reshape(1, v), 0).sum(1)
+  np.testing.assert_array_equal(out.numpy(), [1, 4, 0, 0])

@@ -380,8 +380,9 @@ def reduce_gather(red:UOp) -> UOp|None:
   for t in e.split_uop(Ops.ADD):
     b, k = _term(t)
     if (v := back.get(b, b)) in loop and k > 0 and v not in [d[1] for d in digits]:
-      if (n := b.vmax + 1) != int(n) or b.vmin != 0: return None
-      digits.append((k, v, int(n)))
+      # a loop of symbolic length may run short of its bound: only constant lengths
+      if v.op is Ops.RANGE and v.src[0].op is not Ops.CONST: return None
+      digits.append((k, v, v.arg[1] if v.op is Ops.UNROLL else v.src[0].arg))
     elif any(x in loop or x in back for x in t.toposort()): return None
     else: off.append(t)
   digits.sort(key=lambda d: d[0])
