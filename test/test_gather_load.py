@@ -108,3 +108,13 @@ def test_symbolic_length_is_left_a_loop(device):
   x = Tensor(xs).shrink(((0, v),))
   out = (idx.reshape(4, 1) == Tensor.arange(v).reshape(1, v)).where(x.reshape(1, v), 0).sum(1)
   np.testing.assert_array_equal(out.numpy(), [1, 4, 0, 0])
+
+def test_workgroup_reduce_collapses_too():
+  # few outputs and a long reduce: devices with workgroups share it among a group's threads (GROUP); those threads are one more digit
+  xs = np.arange(4000, dtype=np.float32).reshape(1000, 4)
+  i = np.array([3, -1, 1000], dtype=np.int32)
+  t = Tensor(xs, device="PYTHON")[Tensor(i, device="PYTHON")]
+  (si,) = [si for si in t.schedule() if si.ast.op is Ops.SINK]
+  p = get_program(si.ast, Device["PYTHON"].renderer)
+  assert any(o.op is OptOps.GROUP for o in p.applied_opts) and not _loop_sizes(p) and p.local_size is None, (p.applied_opts, p.src)
+  np.testing.assert_array_equal(Tensor(xs, device="PYTHON")[Tensor(i, device="PYTHON")].numpy(), _take(xs, i))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 import functools, math, operator
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu, graph_rewrite, _min_max_unchecked
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu, graph_rewrite, _min_max_unchecked, ThreadKind
 from tinygrad.dtype import dtypes, can_safe_cast, truncate
 
 # common dtypes first: UPat tests dtype membership in order
@@ -361,7 +361,9 @@ def reduce_gather(red:UOp) -> UOp|None:
   doesn't depend on the reduced variables and e is off + a mixed-radix number of some of them (coefficients 1, n0, n0*n1, ...: each value
   of [0, N) once). Exactly one term can be nonzero, the one where e == idx, so the sum is the selected value with those variables solved
   from idx, and 0 when idx - off is outside [0, N): loads that move with them are gated on that, so nothing outside the buffer is read."""
-  if red.arg is not Ops.ADD or red.src[0].op is not Ops.WHERE or not all(s.op in (Ops.RANGE, Ops.UNROLL) for s in red.src[1:]): return None
+  # a workgroup's threads sharing the reduce (GROUP) are one more digit: each thread then computes the whole value
+  if red.arg is not Ops.ADD or red.src[0].op is not Ops.WHERE or \
+     not all(s.op in (Ops.RANGE, Ops.UNROLL) or (s.op is Ops.SPECIAL and s.arg.kind is ThreadKind.LOCAL) for s in red.src[1:]): return None
   cond, val, zero = red.src[0].src
   if cond.op is Ops.CMPNE and cond.src[0].op is Ops.CMPNE and cond.src[1].op is Ops.CONST and cond.src[1].arg is True: cond = cond.src[0]
   elif cond.op is Ops.CMPNE: val, zero = zero, val   # (idx != e) ? 0 : x
@@ -381,8 +383,9 @@ def reduce_gather(red:UOp) -> UOp|None:
     b, k = _term(t)
     if (v := back.get(b, b)) in loop and k > 0 and v not in [d[1] for d in digits]:
       # a loop of symbolic length may run short of its bound: only constant lengths
-      if v.op is Ops.RANGE and v.src[0].op is not Ops.CONST: return None
-      digits.append((k, v, v.arg[1] if v.op is Ops.UNROLL else v.src[0].arg))
+      if not isinstance(n := v.src[0].arg if v.op is Ops.RANGE and v.src[0].op is Ops.CONST else v.arg[1] if v.op is not Ops.RANGE else None, int):
+        return None
+      digits.append((k, v, n))
     elif any(x in loop or x in back for x in t.toposort()): return None
     else: off.append(t)
   digits.sort(key=lambda d: d[0])
