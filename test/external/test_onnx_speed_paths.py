@@ -168,3 +168,18 @@ def test_shape_maths_under_jit():
     y, r = jit(Tensor(x))
     np.testing.assert_array_equal(y.numpy(), x.reshape(2, -1))
     np.testing.assert_array_equal(r.numpy(), np.arange(6))
+
+def test_softmax_with_masks_matches_numpy():
+  # differences below -87 are clamped before exp (no denormals): masked entries come out below 2e-38 instead of 0
+  rng = np.random.default_rng(5)
+  x = rng.standard_normal((3, 40)).astype(np.float32) * 4
+  x[0, 5:] -= 10000.0
+  x[1, :7] = -np.inf
+  x[2, 3] = 80.0
+  m = _model([helper.make_node("Softmax", ["x"], ["y"], axis=-1), helper.make_node("LogSoftmax", ["x"], ["z"], axis=-1)],
+             [_vi("x", [3, 40])], [_vi("y", [3, 40]), _vi("z", [3, 40])])
+  out = OnnxRunner(m)({"x": x})
+  xd = x.astype(np.float64)
+  e = np.exp(xd - xd.max(-1, keepdims=True))
+  np.testing.assert_allclose(out["y"].numpy(), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-37)
+  np.testing.assert_allclose(out["z"].numpy(), (xd - xd.max(-1, keepdims=True)) - np.log(e.sum(-1, keepdims=True)), rtol=1e-5)
