@@ -81,7 +81,8 @@ _ERF_BIG = [-0.0884684755, 0.0458693928, 0.278365955, 0.181560828, 0.302327145, 
 def _erf(x: Tensor) -> Tensor:
   if x.dtype == dtypes.float64 or not dtypes.is_float(x.dtype) or x.requires_grad: return x.erf()
   xf = x.cast(dtypes.float32)
-  a = xf.abs()
+  # past |x| = 5 erf is 1.0f: the clamp keeps exp(-x^2) normal (denormals cost a microcode assist each, 5x slower on large activations)
+  a = xf.abs().minimum(5.0)
   big = 1 - (1 / (1 + a * 0.5))._poly(_ERF_BIG) * (-(a * a)).exp()
   return (a < 1).where(xf * (xf * xf)._poly(_ERF_SMALL), xf.sign() * big).cast(x.dtype)
 def Erf(x): return _erf(x)
@@ -264,22 +265,8 @@ def Gather(x, indices, axis=0, runner=None):
   if indices.ndim == 0 and indices.numel() == 1:
     i = int(indices.item())
     return _take(x, axis, [i + x.shape[axis] if i < 0 else i]).squeeze(axis)
-  if axis == 0 and runner is not None and runner.is_constant(x): return embedding(x, indices)
   return _take(x, axis, _norm_index(indices.cast(dtypes.int64), x.shape[axis]))
 
-_finite: dict[int, tuple[weakref.ref, bool]] = {}
-def embedding(table: Tensor, indices: Tensor) -> Tensor:
-  """Rows of a constant table (an embedding): a one-hot matrix times the table, which runs as a GEMM, about twice as fast as the
-  compare-and-sum of a plain gather (both read the whole table). Exact when the table is finite (one nonzero term per sum): a table
-  holding inf or nan (checked once) takes the plain gather."""
-  n = table.shape[0]
-  if (fin := _finite.get(id(table))) is None or fin[0]() is not table:
-    _finite[id(table)] = fin = (weakref.ref(table), dtypes.is_float(table.dtype) and table.ndim == 2 and bool(((table - table) == 0).all().item()))
-    weakref.finalize(table, _finite.pop, id(table), None)
-  if not fin[1] or indices.numel() < 8 or not isinstance(n, int): return _take(table, 0, _norm_index(indices.cast(dtypes.int64), n))
-  idx = indices.reshape(-1, 1).cast(dtypes.int64 if n > 2**31 - 1 else dtypes.int32)
-  one_hot = (_norm_index(idx, n) == Tensor.arange(n, device=table.device, dtype=idx.dtype).reshape(1, n)).cast(table.dtype).contiguous()
-  return (one_hot @ table).reshape(*indices.shape, *table.shape[1:])
 def GatherElements(x, indices, axis=0):
   axis = _axis(axis, x.ndim)
   return x.gather(axis, _norm_index(indices, x.shape[axis]))
@@ -463,8 +450,16 @@ def _flat2d(fn: Callable, x: Tensor, axis: int, opset: int, new_opset: int = 13)
   if opset >= new_opset: return fn(x, _axis(axis, x.ndim))
   a = _axis(axis, x.ndim)
   return fn(x.reshape(_prod(x.shape[:a]), _prod(x.shape[a:])), 1).reshape(x.shape)
-def Softmax(x, axis=None, opset=13): return _flat2d(lambda t, a: t.softmax(a), x, (-1 if opset >= 13 else 1) if axis is None else axis, opset)
-def LogSoftmax(x, axis=None, opset=13): return _flat2d(lambda t, a: t.log_softmax(a), x, (-1 if opset >= 13 else 1) if axis is None else axis, opset)
+def _shifted_exp(t: Tensor, a: int) -> tuple[Tensor, Tensor, Tensor]:
+  # (x - max, exp of it, sum of those) in float32 (half rounds once at the end). Differences below -87 (a -10000 or -inf attention mask)
+  # exp to at most 1.7e-38 instead of 0: the clamp keeps exp's result normal, where a denormal costs a microcode assist each (10x slower)
+  d = (xf := t.cast(dtypes.float32) if _f32(t) else t) - xf.max(a, keepdim=True).detach()
+  e = (d < -87).where(-87.0, d).exp()
+  return d, e, e.sum(a, keepdim=True)
+def _softmax(t: Tensor, a: int) -> Tensor: return ((e := _shifted_exp(t, a))[1] * e[2].reciprocal()).cast(t.dtype)
+def _log_softmax(t: Tensor, a: int) -> Tensor: return ((e := _shifted_exp(t, a))[0] - e[2].log()).cast(t.dtype)
+def Softmax(x, axis=None, opset=13): return _flat2d(_softmax, x, (-1 if opset >= 13 else 1) if axis is None else axis, opset)
+def LogSoftmax(x, axis=None, opset=13): return _flat2d(_log_softmax, x, (-1 if opset >= 13 else 1) if axis is None else axis, opset)
 def _hardmax(t: Tensor, a: int) -> Tensor:
   return (t.argmax(a, keepdim=True) == Tensor.arange(t.shape[a]).reshape([-1 if i == a else 1 for i in range(t.ndim)])).cast(t.dtype)
 def Hardmax(x, axis=None, opset=13): return _flat2d(_hardmax, x, (-1 if opset >= 13 else 1) if axis is None else axis, opset)
@@ -654,7 +649,8 @@ def LayerNormalization(x, scale, B=None, axis=-1, epsilon=1e-5, stash_type=1):
   inv = ((xf - mean).square().mean(ax, keepdim=True) + epsilon).rsqrt()
   y = ((xf - mean) * inv).cast(x.dtype) * scale
   if B is not None: y = y + B
-  return y, mean, inv
+  # stored once: its readers (the next matmul, the residual add, the next normalization's reduces) don't each recompute it and the chain behind it
+  return y.contiguous(), mean, inv
 def RMSNormalization(x, scale, axis=-1, epsilon=1e-5, stash_type=1):
   ax = tuple(range(_axis(axis, x.ndim), x.ndim))
   xf = x.cast(dtypes.float32) if stash_type == 1 else x

@@ -1329,17 +1329,17 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     assert flat is not None
     return dims, bshape, flat, dims == list(range(dims[0], dims[0] + len(dims)))
   def _advanced_gather(self, advanced:list[tuple[int, Tensor]]) -> Tensor:
-    # the indexed dims go last and are flattened to P; each result element sums x where its flat index equals arange(P). The compare is
-    # elementwise and fuses into the sum: no one-hot matrix is stored
+    # the indexed dims are flattened to P and go last; each result element sums x where its flat index equals arange(P) (codegen makes
+    # that one load). The other dims sit where the result has them (adjacent indices where the first indexed dim was, else first), so
+    # the sum comes out in the result's layout
     dims, bshape, flat, adjacent = self._advanced_layout(advanced)
     others = [d for d in range(self.ndim) if d not in dims]
-    n_idx = prod(self.shape[d] for d in dims)
-    x = self.permute(others + dims).reshape(tuple(self.shape[d] for d in others) + (1,)*len(bshape) + (n_idx,))
-    hit = flat.unsqueeze(-1) == Tensor.arange(_as_int(n_idx, "index"), device=self.device, dtype=flat.dtype)
-    ret = hit.where(x, Tensor(0, self.device, self.dtype))._reduce(Ops.ADD, -1)
-    # (others..., index dims...): adjacent indices go back to where the first indexed dim was, others go first
-    n_pre, nb = sum(1 for d in others if d < dims[0]) if adjacent else 0, len(bshape)
-    return ret.permute(list(range(n_pre)) + list(range(len(others), len(others) + nb)) + list(range(n_pre, len(others))))
+    n_idx, n_pre = prod(self.shape[d] for d in dims), sum(1 for d in others if d < dims[0]) if adjacent else 0
+    pre, post = tuple(self.shape[d] for d in others[:n_pre]), tuple(self.shape[d] for d in others[n_pre:])
+    x = self.permute(others + dims).reshape(pre + (1,)*len(bshape) + post + (n_idx,))
+    at = flat.reshape((1,)*len(pre) + tuple(bshape) + (1,)*len(post) + (1,))
+    hit = at == Tensor.arange(_as_int(n_idx, "index"), device=self.device, dtype=flat.dtype)
+    return hit.where(x, Tensor(0, self.device, self.dtype))._reduce(Ops.ADD, -1)
   def _advanced_put(self, advanced:list[tuple[int, Tensor]], v:Tensor) -> Tensor:
     # self with the elements the advanced indices pick replaced by v (of the indexing result's shape); where an index repeats, the
     # last one wins, as torch does on CPU

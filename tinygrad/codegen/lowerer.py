@@ -8,6 +8,7 @@ from tinygrad.dtype import dtypes, DType, PtrDType
 from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.linearize import reduce_identity
+from tinygrad.uop.symbolic import pm_reduce_gather
 
 @dataclass
 class LowererContext:
@@ -70,7 +71,7 @@ pm_lowerer = PatternMatcher([
   (UPat((Ops.CONST, Ops.VCONST), src=(UPat(Ops.VIEW, name="view"),), name="c"), lower_const),
   (UPat(Ops.VALID, src=(UPat(Ops.VIEW, name="view"),)), lambda ctx, view: _indexed(ctx, view)[1]),
   (UPat(Ops.REDUCE_AXIS, name="r"), lower_reduce),
-])
+]) + pm_reduce_gather
 
 def needs_int64(ast:UOp, full_shape:tuple[sint, ...]) -> bool:
   limit = 2**31 - 1

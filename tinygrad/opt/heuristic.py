@@ -38,7 +38,9 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   # The axis some input reads contiguously gets a SIMD register's width of lanes, another broadcast axis a few rows.
   view_of = {v.arg: i for i, v in enumerate(k.view_uops)}
   load_sts = [k.sts[view_of[u.src[1].arg]] for u in k.ast.toposort() if u.op is Ops.LOAD and u.src[1].arg in view_of]
-  if reduce_axes and global_axes:
+  # it pays only where every input the reduce walks is reused across some output axis (not a row sum whose parameters are broadcast)
+  walked = [strides for st in load_sts if any((strides := st.real_strides())[a] != 0 for a in reduce_axes)]
+  if reduce_axes and global_axes and all(any(strides[a] == 0 for a in global_axes) for strides in walked):
     real_strides = [st.real_strides() for st in load_sts]
     broadcast = [j for j, ax in enumerate(global_axes) if any(rs[ax] == 0 for rs in real_strides)]
     width = k.opts.simd_bytes // max(r.dtype.itemsize for r in k.reduceops)

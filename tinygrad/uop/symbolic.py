@@ -3,7 +3,7 @@
 from __future__ import annotations
 import functools, math, operator
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu, graph_rewrite, _min_max_unchecked
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu, graph_rewrite, _min_max_unchecked, ThreadKind
 from tinygrad.dtype import dtypes, can_safe_cast, truncate
 
 # common dtypes first: UPat tests dtype membership in order
@@ -98,6 +98,14 @@ def fold_sum(x:UOp) -> UOp|None:
     else:
       b, k = _term(t)
       coefs[b] = coefs.get(b, 0) + k
+  # (x%c)*k + ((x//c)%m)*(c*k) -> (x%(c*m))*k, repeatedly: the binary digits Tensor.arange sums add back up to the index (any sign of x)
+  while (pair := next(((m, h) for m in coefs if m.op is Ops.MOD and m.src[1].op is Ops.CONST and m.src[1].arg > 0
+                       for h in coefs if h.op is Ops.MOD and h.src[1].op is Ops.CONST and h.src[1].arg > 0 and h.src[0].op is Ops.IDIV
+                       and h.src[0].src == m.src and coefs[h] == coefs[m] * m.src[1].arg), None)) is not None:
+    m, h = pair
+    merged, k = m.src[0] % (m.src[1].arg * h.src[1].arg), coefs.pop(m)
+    del coefs[h]
+    coefs[merged] = coefs.get(merged, 0) + k
   # (x%c)*k + (x//c)*(c*k) -> x*k: the definition of C's MOD, whatever the sign of x
   for m in [b for b in coefs if b.op is Ops.MOD and b.src[1].op is Ops.CONST]:
     if (kd := coefs.get(d := UOp(Ops.IDIV, m.dtype, m.src))) is not None and kd == coefs[m] * m.src[1].arg:
@@ -241,6 +249,9 @@ symbolic = symbolic_simple + PatternMatcher([
   (UPat.var("c").where(UPat.var("a"), UPat(Ops.CAST, src=(UPat.var("c").where(UPat.var(), UPat.var("b")),), name="t")),
    lambda c, a, t, b: c.where(a, b.cast(t.dtype))),
   (UPat.var("x", sints) * UPat.var("c").where(UPat.cvar("k", vec=False), UPat.const(None, 0)), lambda x, c, k: c.where(x*k, x.const_like(0))),
+  # x >= c ? k : 0 is (x//c)*k where 0 <= x < 2c (one binary digit of an index)
+  ((UPat.var("x", sints) < UPat.cvar("c", vec=False)).ne(True).where(UPat.cvar("k", vec=False), UPat.const(None, 0)),
+   lambda x, c, k: (x // c.arg) * k.arg if 0 <= x.vmin and x.vmax < 2 * c.arg and x.dtype == k.dtype else None),
   (UPat(GroupOp.Binary, src=(UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("b"))),
                              UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("d"), UPat.var("e")))), name="f"), where_alu),
 ])
@@ -342,3 +353,57 @@ sym = symbolic_flat + PatternMatcher([
   (UPat(Ops.GEP, src=(UPat.var("x"),), name="root"), _gep),
   (UPat(Ops.VECTORIZE, name="root"), _vectorize),
 ])
+
+# ***** a sum that picks one element is a load: sum over r of (idx == e(r)) ? x(r) : 0 -> x(r=idx), gated on idx being one of the e(r) *****
+
+def reduce_gather(red:UOp) -> UOp|None:
+  """For a REDUCE (ADD) over loop variables (RANGEs or unrolled-lane placeholders, before expansion) of a select on idx == e, where idx
+  doesn't depend on the reduced variables and e is off + a mixed-radix number of some of them (coefficients 1, n0, n0*n1, ...: each value
+  of [0, N) once). Exactly one term can be nonzero, the one where e == idx, so the sum is the selected value with those variables solved
+  from idx, and 0 when idx - off is outside [0, N): loads that move with them are gated on that, so nothing outside the buffer is read."""
+  # a workgroup's threads sharing the reduce (GROUP) are one more digit: each thread then computes the whole value
+  if red.arg is not Ops.ADD or red.src[0].op is not Ops.WHERE or \
+     not all(s.op in (Ops.RANGE, Ops.UNROLL) or (s.op is Ops.SPECIAL and s.arg.kind is ThreadKind.LOCAL) for s in red.src[1:]): return None
+  cond, val, zero = red.src[0].src
+  if cond.op is Ops.CMPNE and cond.src[0].op is Ops.CMPNE and cond.src[1].op is Ops.CONST and cond.src[1].arg is True: cond = cond.src[0]
+  elif cond.op is Ops.CMPNE: val, zero = zero, val   # (idx != e) ? 0 : x
+  else: return None
+  if cond.op is not Ops.CMPNE or zero.op is not Ops.CONST or zero.arg != 0 or not dtypes.is_int(cond.src[0].dtype): return None
+  loop = set(red.src[1:])
+  def moves(u:UOp) -> bool: return any(x in loop for x in u.toposort())
+  if moves(cond.src[0]) == moves(cond.src[1]): return None
+  idx, e = cond.src if moves(cond.src[1]) else cond.src[::-1]
+  # unrolled lanes stand in as variables of their range while e is simplified
+  lanes = {u: UOp.variable(f"__lane{i}", 0, u.arg[1]-1, u.dtype) for i, u in enumerate(loop) if u.op is Ops.UNROLL}
+  e = graph_rewrite(e.substitute(lanes), sym)
+  while e.op is Ops.CAST and dtypes.is_int(e.src[0].dtype) and can_safe_cast(e.src[0].dtype, e.dtype): e = e.src[0]
+  back, off = {v: u for u, v in lanes.items()}, []
+  digits: list[tuple[int, UOp, int]] = []
+  for t in e.split_uop(Ops.ADD):
+    b, k = _term(t)
+    if (v := back.get(b, b)) in loop and k > 0 and v not in [d[1] for d in digits]:
+      # a loop of symbolic length may run short of its bound: only constant lengths
+      if not isinstance(n := v.src[0].arg if v.op is Ops.RANGE and v.src[0].op is Ops.CONST else v.arg[1] if v.op is not Ops.RANGE else None, int):
+        return None
+      digits.append((k, v, n))
+    elif any(x in loop or x in back for x in t.toposort()): return None
+    else: off.append(t)
+  digits.sort(key=lambda d: d[0])
+  if not digits or any(k != (digits[i-1][0] * digits[i-1][2] if i else 1) for i, (k, _, _) in enumerate(digits)): return None
+  span = digits[-1][0] * digits[-1][2]
+  t = idx - _sum(off).cast(idx.dtype) if off else idx
+  valid = (t < 0).ne(True) & (t < span)
+  tv = t.cast(e.dtype)
+  solved = {v: (tv // k if k > 1 else tv) % n if i < len(digits)-1 else tv // k for i, (k, v, n) in enumerate(digits)}
+  new: dict[UOp, UOp] = {}
+  for u in val.toposort():
+    if u in solved: new[u] = solved[u]
+    elif u.src and any(new[s] is not s for s in u.src):
+      new[u] = u.replace(src=tuple(new[s] for s in u.src))
+      if u.op is Ops.INDEX: new[u] = new[u].replace(src=new[u].src[:2] + ((valid & new[u].src[2]) if len(u.src) > 2 else valid,))
+    else: new[u] = u
+  picked = valid.where(new[val], zero)
+  rest = tuple(s for s in red.src[1:] if s not in solved)
+  return red.replace(src=(picked,) + rest) if rest else picked
+
+pm_reduce_gather = PatternMatcher([(UPat(Ops.REDUCE, name="red"), reduce_gather)])
