@@ -46,19 +46,24 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
   # while every output position passes over it (output channels innermost instead would put a panel's rows cout apart, a power of two
   # that maps them all to a few cache sets). A padded input is copied once padded, so the inner loop's loads need no bounds checks.
   shape, axes = r.src[0].shape, r.arg[1]
-  if r.arg[0] is not Ops.ADD or len(axes) < 2 or not all_int(shape) or not dtypes.is_float(r.dtype): return None
-  if prod(shape) < PACKED_CONV_MIN.value: return None
+  if r.arg[0] is not Ops.ADD or not all_int(shape) or not dtypes.is_float(r.dtype): return None
+  # below the threshold nothing is copied, but a weight packed already (Tensor.pack_conv_weight) is still read panel by panel
+  small = prod(shape) < PACKED_CONV_MIN.value
   out = [i for i in range(len(shape)) if i not in axes and shape[i] > 1]
   for x, w in ((x, w), (w, x)):
-    # (x, the windows of a padded input, may be a view of views: an axis whose stride isn't one number still isn't broadcast)
-    if not out or x.st is None or (ws := _strides(w)) is None or ws[out[-1]] != 0 or (xs := x.st.real_strides())[out[-1]] == 0: continue
+    # (x, the windows of a padded input, and w, a weight packed in panels, may be views of views: an axis whose stride isn't one number still
+    # isn't broadcast)
+    if not out or x.st is None or w.st is None or (ws := w.st.real_strides())[out[-1]] != 0 or (xs := x.st.real_strides())[out[-1]] == 0: continue
     lanes = [i for i in out if xs[i] == 0 and ws[i] != 0]
     if not lanes or (ren := _packing_renderer(r)) is None or (cols := conv_panel_lanes(ren, shape[v := lanes[-1]], r.dtype.itemsize)) is None:
       return None
+    # a 1x1 conv reduces over the input channels alone: told from a matmul by the output positions (two or more axes) the weight is broadcast on
+    if len(axes) < 2 and sum(1 for i in out if i > v and ws[i] == 0) < 2: return None
     split = shape[:v] + (shape[v] // cols, cols) + shape[v+1:]
     wp, copies = w.reshape(split), 0
     # already in panels (a weight packed once, Tensor.pack_conv_weight): a lane stride of 1 and panels that are the outermost, dense axis
-    if (ps := _strides(wp)) is None or ps[v+1] != 1 or (split[v] > 1 and ps[v] * split[v] != prod(n for n, s in zip(split, ps) if s != 0)):
+    if wp.st is None or any(vw.mask is not None for vw in wp.st.views) or not all_int(ps := wp.st.real_strides()) or ps[v+1] != 1 or (split[v] > 1 and ps[v] != prod(n for n, s in zip(split, ps) if 0 < s < ps[v])):
+      if small: return None
       copies += 1
       data = wp.shrink(tuple((0, 1) if s == 0 else (0, n) for s, n in zip(ws[:v] + (1, 1) + ws[v+1:], split)))
       order = [v] + [i for i in range(len(split)) if i not in (v, v+1)] + [v+1]
@@ -67,7 +72,7 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
     while p.op in GroupOp.Movement:
       if p.op is Ops.PAD: pads.append(p)
       p = p.src[0]
-    if pads and any(b or e for b, e in pads[-1].arg): x, copies = x.substitute({pads[-1]: pads[-1].contiguous()}), copies + 1
+    if pads and not small and any(b or e for b, e in pads[-1].arg): x, copies = x.substitute({pads[-1]: pads[-1].contiguous()}), copies + 1
     # (a reduce already split into one panel's lanes, reading packed operands, stays: this rule's own result)
     if not copies and split[v] == 1: return None
     return (x.reshape(split) * wp).r(Ops.ADD, tuple(a + (a > v) for a in axes)).reshape(r.shape)
