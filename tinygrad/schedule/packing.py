@@ -57,8 +57,8 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
     lanes = [i for i in out if xs[i] == 0 and ws[i] != 0]
     if not lanes or (ren := _packing_renderer(r)) is None or (cols := conv_panel_lanes(ren, shape[v := lanes[-1]], r.dtype.itemsize)) is None:
       return None
-    # a 1x1 conv reduces over the input channels alone: told from a matmul by the output positions (two or more axes) the weight is broadcast on
-    if len(axes) < 2 and sum(1 for i in out if i > v and ws[i] == 0) < 2: return None
+    # a 1x1 conv reduces over the input channels alone: told from a matmul (reduce axis last) by its taps, size-1 axes after the channels
+    if len(axes) < 2 and max(axes) == len(shape) - 1: return None
     split = shape[:v] + (shape[v] // cols, cols) + shape[v+1:]
     wp, copies = w.reshape(split), 0
     # already in panels (a weight packed once, Tensor.pack_conv_weight): a lane stride of 1 and panels that are the outermost, dense axis
