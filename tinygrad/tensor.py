@@ -2227,9 +2227,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     panels of output channels, (cout/lanes, cin/groups, *k, lanes) (schedule/packing.py). An inference model's constant weights packed once
     are not copied by every call."""
     from tinygrad.schedule.packing import conv_panel_lanes
-    if not _host_simd(self) or self.ndim < 3 or (cols := conv_panel_lanes(Device[self.device].renderer, self.shape[0], self.dtype.itemsize)) is None:
-      return self
+    if not _host_simd(self) or self.ndim < 3 or not all_int(self.shape): return self
     n, shape = self.ndim, cast(tuple[int, ...], self.shape)
+    if (cols := conv_panel_lanes(Device[cast(str, self.device)].renderer, shape[0], self.dtype.itemsize)) is None: return self
     panels = self.reshape((shape[0] // cols, cols) + shape[1:]).permute((0,) + tuple(range(2, n+1)) + (1,)).contiguous().realize()
     return panels.permute((0, n) + tuple(range(1, n))).reshape(shape)
   @staticmethod

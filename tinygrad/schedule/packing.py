@@ -6,6 +6,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat
 from tinygrad.dtype import dtypes
 from tinygrad.device import Device
+from tinygrad.renderer import Renderer
 from tinygrad.helpers import prod, all_int, PACKED_DOT_MIN, PACKED_CONV_MIN
 
 def _packing_renderer(u:UOp):
@@ -34,7 +35,7 @@ def pack_matmul(r:UOp, a:UOp, b:UOp) -> UOp|None:
     return (x.reshape((m, n//cols, cols, k)) * y4).r(Ops.ADD, (3,)).reshape((m, n, 1))
   return None
 
-def conv_panel_lanes(renderer, cout:int, itemsize:int) -> int|None:
+def conv_panel_lanes(renderer:Renderer, cout:int, itemsize:int) -> int|None:
   # the output channels of one weight panel: two SIMD registers' lanes (the register tile's width), else one; None if neither divides cout
   simd = renderer.machine.simd_bytes if renderer.machine is not None else renderer.simd_bytes
   return next((c for c in (2 * simd // itemsize, simd // itemsize) if c >= 8 and cout % c == 0), None)
@@ -62,7 +63,8 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
     split = shape[:v] + (shape[v] // cols, cols) + shape[v+1:]
     wp, copies = w.reshape(split), 0
     # already in panels (a weight packed once, Tensor.pack_conv_weight): a lane stride of 1 and panels that are the outermost, dense axis
-    if wp.st is None or any(vw.mask is not None for vw in wp.st.views) or not all_int(ps := wp.st.real_strides()) or ps[v+1] != 1 or (split[v] > 1 and ps[v] != prod(n for n, s in zip(split, ps) if 0 < s < ps[v])):
+    ps = wp.st.real_strides() if wp.st is not None and all(vw.mask is None for vw in wp.st.views) else (None,)
+    if not all_int(ps) or ps[v+1] != 1 or (split[v] > 1 and ps[v] != prod(n for n, s in zip(split, ps) if 0 < s < ps[v])):
       if small: return None
       copies += 1
       data = wp.shrink(tuple((0, 1) if s == 0 else (0, n) for s, n in zip(ws[:v] + (1, 1) + ws[v+1:], split)))
