@@ -76,7 +76,7 @@ def test_packed_conv_weight_matches_torch():
   with Context(PACKED_CONV_MIN=1):
     x, w, b = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True), Tensor(bn, device="CPU")
     out = x.conv2d(w, b, padding=1)
-    # the padded input's copy, the weight's copy (output channels innermost) and the conv
+    # the padded input's copy, the weight's copy (in panels of output channels) and the conv
     assert len(_kernels(x.detach().conv2d(w.detach(), padding=1).schedule())) == 3
     out.sum().backward()
   xt, wt = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
@@ -94,6 +94,42 @@ def test_packed_conv_grouped_strided_matches_torch():
     got = Tensor(xn, device="CPU").conv2d(Tensor(wn, device="CPU"), groups=2, stride=2, padding=1).numpy()
   ref = torch.nn.functional.conv2d(torch.tensor(xn), torch.tensor(wn), groups=2, stride=2, padding=1).numpy()
   np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("cout,groups,k,stride,padding", [(64, 1, 3, 1, 1), (128, 1, 1, 2, 0), (64, 2, 3, 1, 1), (48, 1, 3, 1, 0), (40, 1, 3, 1, 1)])
+def test_conv_weight_panels_match_torch(cout, groups, k, stride, padding):
+  # the weight is read in panels of output channels (cout/lanes, cin, *k, lanes): copied by the scheduler, or packed once by pack_conv_weight
+  # and then read with no copy (1x1 and grouped convs too); 40 output channels make no panel: read as they are
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(cout + k)
+  xn, wn = rng.standard_normal((2, 8, 10, 10), dtype=np.float32), rng.standard_normal((cout, 8 // groups, k, k), dtype=np.float32)
+  ref = torch.nn.functional.conv2d(torch.tensor(xn), torch.tensor(wn), groups=groups, stride=stride, padding=padding).numpy()
+  x, w = Tensor(xn, device="CPU"), Tensor(wn, device="CPU").realize()
+  packed = w.pack_conv_weight()
+  assert (packed is w) == (cout == 40)
+  with Context(PACKED_CONV_MIN=1):
+    def conv(wt:Tensor) -> Tensor: return x.conv2d(wt, groups=groups, stride=stride, padding=padding)
+    # the padded input's copy, the weight's copy and the conv (a conv with no panels keeps its plain layout: the conv alone); a packed weight
+    # needs no copy
+    assert len(_kernels(conv(w).schedule())) == 1 + (cout != 40) * (1 + (padding > 0))
+    assert len(_kernels(conv(packed).schedule())) == 1 + (cout != 40) * (padding > 0)
+    np.testing.assert_allclose(conv(w).numpy(), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(conv(packed).numpy(), ref, rtol=1e-4, atol=1e-4)
+  # below the threshold nothing is copied, and the packed weight is still read right
+  with Context(PACKED_CONV_MIN=1 << 40):
+    assert len(_kernels(conv(packed).schedule())) == 1
+    np.testing.assert_allclose(conv(packed).numpy(), ref, rtol=1e-4, atol=1e-4)
+
+def test_conv_of_computed_input_copies_it_once():
+  # a conv of relu(x + b) with two weight panels: the relu is computed once into a buffer (not at every load of each panel), values right
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(11)
+  xn, bn, wn = rng.standard_normal((2, 8, 9, 9), dtype=np.float32), rng.standard_normal((8, 1, 1), dtype=np.float32), \
+    rng.standard_normal((64, 8, 1, 1), dtype=np.float32)
+  ref = torch.nn.functional.conv2d(torch.relu(torch.tensor(xn) + torch.tensor(bn)), torch.tensor(wn), stride=2).numpy()
+  x, b, w = Tensor(xn, device="CPU").realize(), Tensor(bn, device="CPU").realize(), Tensor(wn, device="CPU").realize().pack_conv_weight()
+  with Context(PACKED_CONV_MIN=1 << 40):
+    assert len(_kernels((x + b).relu().conv2d(w, stride=2).schedule())) == 2
+    np.testing.assert_allclose((x + b).relu().conv2d(w, stride=2).numpy(), ref, rtol=1e-4, atol=1e-4)
 
 def test_gpu_gets_no_copies():
   # an OpenCL device (PoCL in CI) runs the plain matmul: one kernel, right values

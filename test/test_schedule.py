@@ -263,7 +263,7 @@ def test_realize_repoints_only_what_it_computed():
   assert w.uop.base.op is Ops.BUFFER and x.uop.base.op is Ops.BUFFER
 
 def test_conv_with_packed_weight_copies_nothing():
-  # a weight packed once (output channels innermost) is read as it is: the conv is one kernel; unpacked, a CPU conv copies it first
+  # a weight packed once (in panels of output channels) is read as it is: the conv is one kernel; unpacked, a CPU conv copies it first
   x, w = Tensor.randn(2, 16, 12, 12).realize(), Tensor.randn(32, 16, 3, 3).realize()
   with Context(PACKED_CONV_MIN=0):
     packed = w.pack_conv_weight()

@@ -2223,10 +2223,15 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       ret = Tensor(UOp(Ops.CONTIGUOUS_BACKWARD, out_dt, (ret.uop, self.uop, weight.uop), ("conv", groups, s_, d_, tuple(pads))), device=ret.device)
     return ret if bias is None else ret + bias.reshape((1, -1) + (1,)*n)
   def pack_conv_weight(self) -> Tensor:
-    """This conv weight (cout, cin/groups, *k), realized with the output channels innermost where convolutions want them so (host-thread
-    devices), else itself: an inference model's constant weights packed once are not copied by every call."""
-    if not _host_simd(self) or self.ndim < 3: return self
-    return self.permute(tuple(range(1, self.ndim)) + (0,)).contiguous().realize().permute((self.ndim-1,) + tuple(range(self.ndim-1)))
+    """This conv weight (cout, cin/groups, *k), realized in the layout convolutions read on devices that pack operands (CPUs), else itself:
+    panels of output channels, (cout/lanes, cin/groups, *k, lanes) (schedule/packing.py). An inference model's constant weights packed once
+    are not copied by every call."""
+    from tinygrad.schedule.packing import conv_panel_lanes
+    if not _host_simd(self) or self.ndim < 3 or not all_int(self.shape): return self
+    n, shape = self.ndim, cast(tuple[int, ...], self.shape)
+    if (cols := conv_panel_lanes(Device[cast(str, self.device)].renderer, shape[0], self.dtype.itemsize)) is None: return self
+    panels = self.reshape((shape[0] // cols, cols) + shape[1:]).permute((0,) + tuple(range(2, n+1)) + (1,)).contiguous().realize()
+    return panels.permute((0, n) + tuple(range(1, n))).reshape(shape)
   @staticmethod
   def _conv_grad(g:Tensor, x:Tensor, w:Tensor, groups:int, s_:tuple[int, ...], d_:tuple[int, ...], pads:tuple[tuple[int, int], ...]) \
       -> tuple[Tensor, Tensor]:

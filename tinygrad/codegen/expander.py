@@ -48,8 +48,9 @@ def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], w
     idx = u.src[0].src[1]
     for a in cands:
       if a in lanes[idx] and _step(idx, a, placeholders, memo) == 1: score[a] += 1
-  # an output axis first; else a reduced one (a vector accumulator whose lanes are combined after the loop)
-  best = max(cands, key=lambda a: (score[a] > 0, a not in reduced, score[a], a[1]), default=None)
+  # an output axis first; else a reduced one (a vector accumulator whose lanes are combined after the loop). Then the most lanes moved by
+  # vector loads and stores: a conv tile's 32 channel lanes (one weight load) over its 8 positions (an input load and the store)
+  best = max(cands, key=lambda a: (score[a] > 0, a not in reduced, score[a] * a[1], a[1]), default=None)
   return best if best is not None and score[best] > 0 else None
 
 def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdts:tuple[DType, ...]=VECTOR_ALU_DTYPES) -> UOp:

@@ -6,6 +6,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat
 from tinygrad.dtype import dtypes
 from tinygrad.device import Device
+from tinygrad.renderer import Renderer
 from tinygrad.helpers import prod, all_int, PACKED_DOT_MIN, PACKED_CONV_MIN
 
 def _packing_renderer(u:UOp):
@@ -34,29 +35,52 @@ def pack_matmul(r:UOp, a:UOp, b:UOp) -> UOp|None:
     return (x.reshape((m, n//cols, cols, k)) * y4).r(Ops.ADD, (3,)).reshape((m, n, 1))
   return None
 
+def conv_panel_lanes(renderer:Renderer, cout:int, itemsize:int) -> int|None:
+  # the output channels of one weight panel: two SIMD registers' lanes (the register tile's width), else one; None if neither divides cout
+  simd = renderer.machine.simd_bytes if renderer.machine is not None else renderer.simd_bytes
+  return next((c for c in (2 * simd // itemsize, simd // itemsize) if c >= 8 and cout % c == 0), None)
+
 def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
   # a conv (several reduce axes: channels and taps) whose weight (stride 0 on the last output axis) is read with the output channels, the
-  # SIMD lanes of the CPU tile, at a stride: a copy of the weight with those channels innermost makes the loads contiguous. A padded input
-  # is copied once padded, so the inner loop's loads need no bounds checks.
+  # SIMD lanes of the CPU tile. The output channels are split into panels of a register tile's lanes and the weight is read from a copy
+  # laid out panel by panel, (cout/lanes, cin, *taps, lanes): the tile's whole reduce streams one contiguous panel, which stays in cache
+  # while every output position passes over it (output channels innermost instead would put a panel's rows cout apart, a power of two
+  # that maps them all to a few cache sets). A padded input is copied once padded, so the inner loop's loads need no bounds checks.
   shape, axes = r.src[0].shape, r.arg[1]
-  if r.arg[0] is not Ops.ADD or len(axes) < 2 or not all_int(shape) or not dtypes.is_float(r.dtype): return None
-  if prod(shape) < PACKED_CONV_MIN.value: return None
+  if r.arg[0] is not Ops.ADD or not all_int(shape) or not dtypes.is_float(r.dtype): return None
+  # below the threshold nothing is copied, but a weight packed already (Tensor.pack_conv_weight) is still read panel by panel
+  small = prod(shape) < PACKED_CONV_MIN.value
   out = [i for i in range(len(shape)) if i not in axes and shape[i] > 1]
-  for x, w in ((x0 := x, w0 := w), (w, x)):
-    # (x, the windows of a padded input, may be a view of views: an axis whose stride isn't one number still isn't broadcast)
-    if not out or x.st is None or (ws := _strides(w)) is None or ws[out[-1]] != 0 or (xs := x.st.real_strides())[out[-1]] == 0: continue
+  for x, w in ((x, w), (w, x)):
+    # (x, the windows of a padded input, and w, a weight packed in panels, may be views of views: an axis whose stride isn't one number still
+    # isn't broadcast)
+    if not out or x.st is None or w.st is None or (ws := w.st.real_strides())[out[-1]] != 0 or (xs := x.st.real_strides())[out[-1]] == 0: continue
     lanes = [i for i in out if xs[i] == 0 and ws[i] != 0]
-    if not lanes or shape[v := lanes[-1]] % 16 or _packing_renderer(r) is None: return None
-    if ws[v] != 1:
-      data = w.shrink(tuple((0, 1) if s == 0 else (0, n) for s, n in zip(ws, shape)))
-      order = [i for i in range(len(shape)) if i != v] + [v]
-      w = data.permute(tuple(order)).contiguous().permute(tuple(sorted(range(len(shape)), key=order.__getitem__))).expand(shape)
+    if not lanes or (ren := _packing_renderer(r)) is None or (cols := conv_panel_lanes(ren, shape[v := lanes[-1]], r.dtype.itemsize)) is None:
+      return None
+    # a 1x1 conv reduces over the input channels alone: told from a matmul (reduce axis last) by its taps, size-1 axes after the channels
+    if len(axes) < 2 and max(axes) == len(shape) - 1: return None
+    split = shape[:v] + (shape[v] // cols, cols) + shape[v+1:]
+    wp, copies = w.reshape(split), 0
+    # already in panels (a weight packed once, Tensor.pack_conv_weight): a lane stride of 1 and panels that are the outermost, dense axis
+    ps = wp.st.real_strides() if wp.st is not None and all(vw.mask is None for vw in wp.st.views) else (None,)
+    if not all_int(ps) or ps[v+1] != 1 or (split[v] > 1 and ps[v] != prod(n for n, s in zip(split, ps) if 0 < s < ps[v])):
+      if small: return None
+      copies += 1
+      data = wp.shrink(tuple((0, 1) if s == 0 else (0, n) for s, n in zip(ws[:v] + (1, 1) + ws[v+1:], split)))
+      order = [v] + [i for i in range(len(split)) if i not in (v, v+1)] + [v+1]
+      wp = data.permute(tuple(order)).contiguous().permute(tuple(sorted(range(len(split)), key=order.__getitem__))).expand(split)
     pads, p = [], x
     while p.op in GroupOp.Movement:
       if p.op is Ops.PAD: pads.append(p)
       p = p.src[0]
-    if pads and any(b or e for b, e in pads[-1].arg): x = x.substitute({pads[-1]: pads[-1].contiguous()})
-    return None if {x, w} == {x0, w0} else (x * w).r(Ops.ADD, axes)
+    if pads and not small and any(b or e for b, e in pads[-1].arg): x, copies = x.substitute({pads[-1]: pads[-1].contiguous()}), copies + 1
+    # an input computed by elementwise ops (a relu of the last layer's sum) is computed once into a buffer, not again at every load of every
+    # panel and tap (small convs too, where there are several panels)
+    elif (not small or split[v] > 1) and (p.op in GroupOp.ALU or p.op is Ops.CAST): x, copies = x.substitute({p: p.contiguous()}), copies + 1
+    # (a reduce already split into one panel's lanes, reading packed operands, stays: this rule's own result)
+    if not copies and split[v] == 1: return None
+    return (x.reshape(split) * wp).r(Ops.ADD, tuple(a + (a > v) for a in axes)).reshape(r.shape)
   return None
 
 pack_operands = PatternMatcher([
