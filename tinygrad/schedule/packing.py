@@ -101,7 +101,12 @@ def pack_conv_grad(r:UOp, a:UOp, b:UOp) -> UOp|None:
   chunk = next(c for c in range(max(1, min(bs, CONV_GRAD_CHUNK.value // max(per_image, 1))), 0, -1) if bs % c == 0)
   split = (bs // chunk, chunk) + tuple(shape[1:])
   prods = x.substitute({xt: _channels_last(xt)}).reshape(split) * g.substitute({gt: _channels_last(gt)}).reshape(split)
-  return prods.cast(r.dtype).r(Ops.ADD, (1,) + tuple(ax + 1 for ax in axes if ax)).r(Ops.ADD, (0,)).reshape(r.shape)
+  # the product's output channels go last: they are the tile's SIMD lanes (g's contiguous channels) and the input channels its rows, so no
+  # axis of x's windows looks like a GEMM's panel to cut (that put the batch chunks inside, streaming all of x and g once per tap); the
+  # chunks' partial sums are summed in that order too (contiguous rows) and read back through a permute
+  perm = (0, 1, 2, 4) + tuple(range(5, 5+2*n)) + (3,)
+  part = prods.permute(perm).cast(r.dtype).r(Ops.ADD, (1,) + tuple(range(4, 4+n)))
+  return part.r(Ops.ADD, (0,)).permute(tuple(argsort(perm))).reshape(r.shape)
 
 pack_operands = PatternMatcher([
   (UPat(Ops.REDUCE_AXIS, src=(UPat.any(prod_pat := UPat(Ops.MUL, src=(UPat.var("a"), UPat.var("b"))), prod_pat.cast()),), name="r"), pack_conv_grad),
