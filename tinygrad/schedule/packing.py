@@ -1,6 +1,7 @@
-# operand layouts for big multiply-reduces (matmul, conv) on devices whose renderer says they pay (Renderer.packs_operands: CPUs). The front
-# end builds every matmul and conv the same way; these rules, run on the tensor graph before grouping, copy an operand into the layout the
-# CPU kernel streams best. The copy is one more kernel, small next to the reduce it feeds.
+# operand layouts for big multiply-reduces (matmul, conv, a conv's weight gradient) on devices whose renderer says they pay
+# (Renderer.packs_operands: CPUs). The front end builds every matmul and conv, and their gradients, the same way on every device; these
+# rules, run on the tensor graph before grouping, copy an operand into the layout the CPU kernel streams best. The copy is one more kernel,
+# small next to the reduce it feeds.
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat
