@@ -143,3 +143,44 @@ def test_gpu_gets_no_copies():
     assert len(_kernels(sched := out.schedule())) == 1
     run_schedule(sched)
   np.testing.assert_allclose(out.numpy(), an @ bn, rtol=1e-5, atol=1e-5)
+
+def _graph(u) -> list:
+  # a tensor graph as (op, dtype, arg) in order, blind to which device and which buffers it reads
+  return [(x.op, x.dtype, None if x.op in (Ops.DEVICE, Ops.UNIQUE) else x.arg) for x in u.toposort()]
+
+def test_conv_backward_graph_is_device_independent():
+  # the front end builds a conv's gradients the same on every device; the channels-last copies of x and g and the batch's partial sums
+  # appear only in the schedule of a device whose renderer packs operands (CPU), and both give torch's gradients
+  torch = pytest.importorskip("torch")
+  try: Device["PYTHON"]
+  except Exception as e: pytest.skip(f"no PYTHON device: {e}")
+  rng = np.random.default_rng(11)
+  xn, wn, gn = rng.standard_normal((4, 6, 7, 7), np.float32), rng.standard_normal((16, 3, 3, 3), np.float32), rng.standard_normal((4, 16, 4, 4), np.float32)
+  graphs, kernels, grads = {}, {}, {}
+  for dev in ("CPU", "PYTHON"):
+    x, w = Tensor(xn, device=dev), Tensor(wn, device=dev)
+    dx, dw = x.conv2d(w, groups=2, stride=2, padding=1).gradient(x, w, gradient=Tensor(gn, device=dev))
+    graphs[dev] = _graph(dx.uop.sink(dw.uop))
+    with Context(CONV_GRAD_CHUNK=3000):   # 2 images a chunk
+      kernels[dev] = len(_kernels(sched := dw.schedule()))
+      run_schedule(sched)
+    grads[dev] = dx.numpy(), dw.numpy()
+  assert graphs["CPU"] == graphs["PYTHON"]
+  # CPU: the padded x's copy, g's copy, two partial sums of 2 images each and their sum; PYTHON: one reduce
+  assert kernels == {"CPU": 4, "PYTHON": 1}, kernels
+  tx, tw = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
+  torch.nn.functional.conv2d(tx, tw, groups=2, stride=2, padding=1).backward(torch.tensor(gn))
+  for dev in ("CPU", "PYTHON"):
+    np.testing.assert_allclose(grads[dev][0], tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(grads[dev][1], tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+def test_pack_conv_weight_only_where_packed():
+  # pack_conv_weight asks the scheduler's packing rules for the layout: output channels innermost on CPU, the weight itself on PYTHON
+  try: Device["PYTHON"]
+  except Exception as e: pytest.skip(f"no PYTHON device: {e}")
+  wn = np.random.default_rng(12).standard_normal((32, 4, 3, 3), np.float32)
+  w = Tensor(wn, device="PYTHON").realize()
+  assert w.pack_conv_weight() is w
+  packed = Tensor(wn, device="CPU").realize().pack_conv_weight()
+  np.testing.assert_equal(packed.numpy(), wn)
+  assert packed.uop.st is not None and packed.uop.st.real_strides()[0] == 1

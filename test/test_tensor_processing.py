@@ -5,6 +5,7 @@ import pytest
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import GlobalCounters, Context
+from tinygrad.engine.realize import run_schedule
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
@@ -168,6 +169,20 @@ def test_avg_pool_1d_3d_and_divisor(device):
 def test_max_pool2d(device, kw):
   compare(lambda x: x.max_pool2d(**kw), lambda x: F.max_pool2d(x, **kw), [rnd(2, 3, 7, 6)])
   compare(lambda x: x.max_pool2d(**kw, return_indices=True), lambda x: F.max_pool2d(x, **kw, return_indices=True), [rnd(1, 2, 7, 6, seed=3)])
+
+def test_max_pool2d_backward_is_one_kernel():
+  # a small window's ties are counted by adding its elements (elementwise views), so the input gradient is one kernel after the forward's
+  # (its max, its nan sum and the pick of the two), not a count reduce and then the gradient; ties (a relu's zeros) still share it equally
+  xn = np.maximum(rnd(2, 3, 8, 8), 0)
+  x, g = Tensor(xn, requires_grad=True), Tensor(rnd(2, 3, 4, 4, seed=1))
+  y = x.max_pool2d()
+  dx, = y.gradient(x, gradient=g)
+  assert len(sched := Tensor.schedule(y, dx)) == 4
+  run_schedule(sched)
+  windows = xn.reshape(2, 3, 4, 2, 4, 2)
+  hit = windows == windows.max((3, 5), keepdims=True)
+  want = hit * (g.numpy() / hit.sum((3, 5))).reshape(2, 3, 4, 1, 4, 1)
+  np.testing.assert_allclose(dx.numpy(), want.reshape(2, 3, 8, 8), atol=1e-6)
 
 def test_pool_one_element(device):
   compare(lambda x: x.max_pool2d(1), lambda x: F.max_pool2d(x, 1), [rnd(1, 1, 1, 1)])

@@ -13,7 +13,7 @@ How Tensor uses it (the lead wires this into tensor.py):
   through detach keeps `grad` None, like PyTorch.
 """
 from __future__ import annotations
-import math
+import functools, itertools, math, operator
 from typing import Callable, cast
 from tinygrad.dtype import dtypes, sum_acc_dtype
 from tinygrad.uop import Ops, GroupOp
@@ -55,7 +55,14 @@ def _reduce_grad(ctx:UOp, ret:UOp, x:UOp) -> Grads:
   if op is Ops.MAX:
     # like torch.amax: split equally between the positions that hold the max (torch.max(dim) picks one of them instead)
     hit = x.eq(ret.expand(x.shape))
-    count = _sum(hit.cast(ctx.dtype), axes)
+    sizes = [x.shape[a] for a in axes]
+    if all(isinstance(n, int) for n in sizes) and math.prod(sizes) <= 16:   # type: ignore[arg-type]
+      # a small window (a pool's): the ties counted by adding its elements one by one, elementwise views that fuse into the gradient's
+      # kernel instead of a reduce kernel of their own
+      def at(pos:tuple[int, ...]) -> UOp:
+        return hit.shrink(tuple((pos[axes.index(a)], pos[axes.index(a)]+1) if a in axes else (0, n) for a, n in enumerate(x.shape)))
+      count = functools.reduce(operator.add, [at(pos).cast(ctx.dtype) for pos in itertools.product(*map(range, sizes))])
+    else: count = _sum(hit.cast(ctx.dtype), axes)
     return (hit.where((ctx / count).expand(x.shape), 0),)
   if op is Ops.MUL: return (_prod_grad(ctx, ret, x),)
   raise NotImplementedError(f"no gradient for REDUCE_AXIS {op}")

@@ -5,12 +5,13 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
 from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_np_dtype, _from_np_dtype
 from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts import it from here
-from tinygrad.helpers import prod, argfix, all_int, fully_flatten, CONV_GRAD_CHUNK
+from tinygrad.helpers import prod, argfix, all_int, fully_flatten
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, _unique_counter, ZERO_FORWARD
 from tinygrad.device import Device
 from tinygrad.gradient import custom_grads
+from tinygrad.schedule.packing import conv_weight_panels
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
 
@@ -192,11 +193,6 @@ def _buffer_uop(raw:bytes|memoryview, shape:tuple[int, ...], dtype:DType, device
   buf = UOp.new_buffer(device, prod(shape), dtype)
   buf.buffer.allocate().copyin(memoryview(raw))
   return buf.reshape(shape)
-
-def _host_simd(*ts:Tensor) -> bool:
-  # the layouts that suit CPUs (caches, SIMD registers), asked of the device's renderer (packs_operands); the conv backward's copies and
-  # pack_conv_weight use it, the forward matmul and conv layouts are the scheduler's (schedule/packing.py)
-  return all(isinstance(t.device, str) and (r := Device[t.device].renderer) is not None and r.packs_operands for t in ts)
 
 def _from_numpy(data:Any, dtype:DType|None, device:str) -> UOp:
   import numpy as np
@@ -2223,13 +2219,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       ret = Tensor(UOp(Ops.CONTIGUOUS_BACKWARD, out_dt, (ret.uop, self.uop, weight.uop), ("conv", groups, s_, d_, tuple(pads))), device=ret.device)
     return ret if bias is None else ret + bias.reshape((1, -1) + (1,)*n)
   def pack_conv_weight(self) -> Tensor:
-    """This conv weight (cout, cin/groups, *k), realized in the layout convolutions read on devices that pack operands (CPUs), else itself:
-    panels of output channels, (cout/lanes, cin/groups, *k, lanes) (schedule/packing.py). An inference model's constant weights packed once
-    are not copied by every call."""
-    from tinygrad.schedule.packing import conv_panel_lanes
-    if not _host_simd(self) or self.ndim < 3 or not all_int(self.shape): return self
+    """This conv weight (cout, cin/groups, *k), realized in the layout its device's convolutions read (schedule/packing.py), else itself: on
+    devices that pack operands (CPUs) panels of output channels, (cout/lanes, cin/groups, *k, lanes). An inference model's constant weights
+    packed once are not copied by every call."""
+    if (cols := conv_weight_panels(self.uop)) is None: return self
     n, shape = self.ndim, cast(tuple[int, ...], self.shape)
-    if (cols := conv_panel_lanes(Device[cast(str, self.device)].renderer, shape[0], self.dtype.itemsize)) is None: return self
     panels = self.reshape((shape[0] // cols, cols) + shape[1:]).permute((0,) + tuple(range(2, n+1)) + (1,)).contiguous().realize()
     return panels.permute((0, n) + tuple(range(1, n))).reshape(shape)
   @staticmethod
@@ -2242,20 +2236,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     dx = g.conv_transpose2d(w, groups=groups, stride=s_, dilation=d_)
     dx = dx.pad(((0, 0), (0, 0)) + tuple((0, i + b + e - sz) for i, (b, e), sz in zip(x.shape[2:], pads, dx.shape[2:])))
     dx = dx.shrink(((0, bs), (0, cin)) + tuple((b, b + i) for i, (b, _) in zip(x.shape[2:], pads)))
-    # weight: the windows of x times g, summed over the batch and the output positions
-    x = x.pad(((0, 0), (0, 0)) + pads)
-    if _host_simd(x, g):
-      # on a CPU, copies of x and g with the channels innermost: the output tile's channels (SIMD lanes and rows) load contiguously
-      last = (0,) + tuple(range(2, n+2)) + (1,)
-      inv = tuple(sorted(range(n+2), key=last.__getitem__))
-      x, g = [t.permute(last).contiguous().permute(inv) for t in (x, g)]
-    # the batch in chunks whose x and g stay in a core's cache while every output tile reads them: partial sums, then their sum
-    per_image = (x.numel() + g.numel()) // max(bs, 1) * x.dtype.itemsize
-    chunk = next((c for c in range(max(1, min(bs, CONV_GRAD_CHUNK.value // max(per_image, 1))), 0, -1) if bs % c == 0), 1) if bs else 1
-    xw = x._pool(k_, s_, d_).reshape((bs // chunk, chunk, groups, 1, cin_g) + tuple(o_) + tuple(k_))
-    gw = g.reshape((bs // chunk, chunk, groups, rcout, 1) + tuple(o_) + (1,)*n)
-    acc = sum_acc_dtype(g.dtype)
-    dw = (xw * gw).sum((1,) + tuple(range(5, 5+n)), dtype=acc).sum(0).cast(g.dtype).reshape(w.shape)
+    # weight: the windows of x times g, summed over the batch and the output positions (the layout the device reads them in, copies and
+    # partial sums over the batch, is the scheduler's: schedule/packing.py)
+    xw = x.pad(((0, 0), (0, 0)) + pads)._pool(k_, s_, d_).reshape((bs, groups, 1, cin_g) + tuple(o_) + tuple(k_))
+    gw = g.reshape((bs, groups, rcout, 1) + tuple(o_) + (1,)*n)
+    dw = (xw * gw).sum((0,) + tuple(range(4, 4+n)), dtype=sum_acc_dtype(g.dtype)).cast(g.dtype).reshape(w.shape)
     return dx, dw
   def _conv_prep(self, name:str, weight:Tensor) -> tuple[Tensor, bool]:
     # (input with a batch dim, whether one was added): like torch, an input without the batch dim is one sample

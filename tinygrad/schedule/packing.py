@@ -1,13 +1,15 @@
-# operand layouts for big multiply-reduces (matmul, conv) on devices whose renderer says they pay (Renderer.packs_operands: CPUs). The front
-# end builds every matmul and conv the same way; these rules, run on the tensor graph before grouping, copy an operand into the layout the
-# CPU kernel streams best. The copy is one more kernel, small next to the reduce it feeds.
+# operand layouts for big multiply-reduces (matmul, conv, a conv's weight gradient) on devices whose renderer says they pay
+# (Renderer.packs_operands: CPUs). The front end builds every matmul and conv, and their gradients, the same way on every device; these
+# rules, run on the tensor graph before grouping, copy an operand into the layout the CPU kernel streams best. The copy is one more kernel,
+# small next to the reduce it feeds.
 from __future__ import annotations
+from typing import cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat
 from tinygrad.dtype import dtypes
 from tinygrad.device import Device
 from tinygrad.renderer import Renderer
-from tinygrad.helpers import prod, all_int, PACKED_DOT_MIN, PACKED_CONV_MIN
+from tinygrad.helpers import prod, all_int, argsort, PACKED_DOT_MIN, PACKED_CONV_MIN, CONV_GRAD_CHUNK
 
 def _packing_renderer(u:UOp):
   # the renderer of u's device if it asks for packed operands, else None (a device that can't open, or many devices, packs nothing)
@@ -83,7 +85,58 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
     return (x.reshape(split) * wp).r(Ops.ADD, tuple(a + (a > v) for a in axes)).reshape(r.shape)
   return None
 
+def conv_weight_panels(w:UOp) -> int|None:
+  # the output channels per panel a conv weight (cout, cin/groups, *k) is best stored in for its device (Tensor.pack_conv_weight realizes
+  # a model's constant weights so once), None where the renderer packs nothing and the plain layout is best
+  if len(w.shape) < 3 or not all_int(w.shape) or (r := _packing_renderer(w)) is None: return None
+  return conv_panel_lanes(r, cast(int, w.shape[0]), w.dtype.itemsize)
+
+def _channels_last(u:UOp) -> UOp:
+  # the same (bs, c, *spatial) values, read from a copy with the channels innermost
+  last = (0,) + tuple(range(2, len(u.shape))) + (1,)
+  return u.permute(last).contiguous().permute(tuple(argsort(last)))
+
+def _chain(u:UOp) -> list[UOp]:
+  # u and the sources of its movement ops, top down to the first node that isn't one
+  ret = [u]
+  while ret[-1].op in GroupOp.Movement: ret.append(ret[-1].src[0])
+  return ret
+
+def pack_conv_grad(r:UOp, a:UOp, b:UOp) -> UOp|None:
+  # a conv's weight gradient as Tensor._conv_grad builds it: the windows of x (bs, groups, 1, cin_g, *o, *k) times g (bs, groups, rcout, 1,
+  # *o, 1...), summed (maybe in a wider dtype) over the batch and the output positions. Here x (padded) and g are read from channels-last
+  # copies (the output tile's channels, SIMD lanes and rows, load contiguously) and the batch is summed in chunks whose x and g stay in a
+  # core's cache while every output tile reads them: partial sums, then their sum.
+  shape, axes = r.src[0].shape, r.arg[1]
+  n = (len(shape) - 4) // 2
+  if r.arg[0] is not Ops.ADD or n < 1 or len(shape) != 4 + 2*n or 0 not in axes or not set(axes) <= {0, *range(4, 4+n)}: return None
+  if not all_int(shape) or shape[0] < 1 or not dtypes.is_float(r.dtype) or _packing_renderer(r) is None: return None
+  def pre(u:UOp) -> tuple: return u.src[0].shape if u.op is Ops.EXPAND else u.shape
+  bs, groups, rcout, cin_g = shape[:4]
+  for x, g in ((a, b), (b, a)):
+    if pre(x)[2] == 1 and pre(g)[3] == 1 and all(s == 1 for s in pre(g)[4+n:]): break
+  else: return None
+  # g: the (bs, cout, *o) tensor reshaped into the product; x: its deepest (bs, cin, *spatial) view, taken padded where it is padded
+  gt = next((u for u in _chain(g) if u.shape == (bs, groups*rcout) + tuple(shape[4:4+n])), None)
+  xc = _chain(x)
+  xs = [i for i, u in enumerate(xc) if u.st is not None and len(u.shape) == n+2 and u.shape[:2] == (bs, groups*cin_g)]
+  if gt is None or not xs: return None
+  i = xs[-1]
+  while i > 0 and xc[i-1].op is Ops.PAD and i-1 in xs: i -= 1
+  xt = xc[i]
+  per_image = (prod(xt.shape) + prod(gt.shape)) // bs * a.dtype.itemsize
+  chunk = next(c for c in range(max(1, min(bs, CONV_GRAD_CHUNK.value // max(per_image, 1))), 0, -1) if bs % c == 0)
+  split = (bs // chunk, chunk) + tuple(shape[1:])
+  prods = x.substitute({xt: _channels_last(xt)}).reshape(split) * g.substitute({gt: _channels_last(gt)}).reshape(split)
+  # the product's output channels go last: they are the tile's SIMD lanes (g's contiguous channels) and the input channels its rows, so no
+  # axis of x's windows looks like a GEMM's panel to cut (that put the batch chunks inside, streaming all of x and g once per tap); the
+  # chunks' partial sums are summed in that order too (contiguous rows) and read back through a permute
+  perm = (0, 1, 2, 4) + tuple(range(5, 5+2*n)) + (3,)
+  part = prods.permute(perm).cast(r.dtype).r(Ops.ADD, (1,) + tuple(range(4, 4+n)))
+  return part.r(Ops.ADD, (0,)).permute(tuple(argsort(perm))).reshape(r.shape)
+
 pack_operands = PatternMatcher([
+  (UPat(Ops.REDUCE_AXIS, src=(UPat.any(prod_pat := UPat(Ops.MUL, src=(UPat.var("a"), UPat.var("b"))), prod_pat.cast()),), name="r"), pack_conv_grad),
   (UPat(Ops.REDUCE_AXIS, src=(UPat(Ops.MUL, src=(UPat.var("a"), UPat.var("b"))),), name="r"), pack_matmul),
   (UPat(Ops.REDUCE_AXIS, src=(UPat(Ops.MUL, src=(UPat.var("x"), UPat.var("w"))),), name="r"), pack_conv),
 ])
