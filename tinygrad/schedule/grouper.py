@@ -59,7 +59,8 @@ def row_reduce(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp]) ->
   while stack:
     u, past = stack.pop()
     for c in children.get(u, []):
-      if (c, past) in seen or c in realizes: continue   # a buffer's kernel reads r: r is computed in it
+      if c in realizes and c.op not in GroupOp.Movement: continue   # a kernel's output: r is computed in that kernel
+      if (c, past) in seen: continue
       seen.add((c, past))
       if c.op is Ops.EXPAND and not past and c.shape == x.shape: stack.append((c, expanded := True))
       elif c.op in GroupOp.ALU or c.op in (Ops.CAST, Ops.BITCAST): stack.append((c, past))
