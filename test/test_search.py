@@ -47,6 +47,12 @@ def softmax_pieces(rng, dev):
   e = (x - x.max(1, keepdim=True)).exp()
   return [e / e.sum(1, keepdim=True)]
 
+def layernorm_rows(rng, dev):
+  # a row kernel on CPU: the variance's loop reads the mean's, the output loop reads both (grouper.row_reduce)
+  x = _t(rng, (6, 12), dev)
+  m = x - x.mean(1, keepdim=True)
+  return [m * ((m * m).mean(1, keepdim=True) + 1e-5).rsqrt()]
+
 def gather(rng, dev):
   table = _t(rng, (10, 8), dev)
   idx = Tensor(rng.integers(0, 10, (6,)).astype(np.int32), device=dev)
@@ -61,6 +67,7 @@ CORPUS = {
   "matmul": lambda rng, dev: [_t(rng, (16, 16), dev) @ _t(rng, (16, 16), dev)],
   "conv_like": conv_like,
   "softmax_pieces": softmax_pieces,
+  "layernorm_rows": layernorm_rows,
   "gather": gather,
   # odd sizes: nothing divides them until PADTO rounds them up
   "matmul_odd": lambda rng, dev: [_t(rng, (7, 13), dev) @ _t(rng, (13, 11), dev)],

@@ -7,7 +7,7 @@
 # other lanes it becomes one vector WMMA whose operands gather the lanes of a and b its arg names, and C's lanes are GEPs of it (of a
 # vector REDUCE of it when the REDUCE loops over more of K).
 from __future__ import annotations
-import itertools
+import functools, itertools
 from tinygrad.uop import Ops
 from typing import Callable
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
@@ -143,7 +143,7 @@ def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdt
       elif u.op is Ops.REDUCE and u.src[0].op is Ops.WMMA: new = reduce_of(u, assign, wmma).gep(c_lane(u.src[0], assign))
       elif u.op is Ops.REDUCE and (va := vax(u.src[0])) is not None and u.src[0] in vectorized and any(s.arg == va for s in u.src[1:]):
         # the vector axis is reduced: a vector accumulator, its lanes combined after the loop
-        red = reduce_of(u, assign, lambda x, a, va=va: vget(x, a, va), keep=va)
+        red = reduce_of(u, assign, functools.partial(vget, vaxis=va), keep=va)
         new = _combine(u.arg, [red.gep(i) for i in range(va[1])])
       elif u.op is Ops.REDUCE: new = reduce_of(u, assign, get)
       else: new = u.replace(src=tuple(get(s, assign) for s in u.src)) if u.src else u

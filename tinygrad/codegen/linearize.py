@@ -59,7 +59,7 @@ def linearize(sink:UOp) -> list[UOp]:
     for r in rs: below[r].update(q for q in rs if pos[q] < pos[r])
   parent: dict[UOp, UOp|None] = {r: max(below[r], key=pos.__getitem__, default=None) for r in all_ranges}
   def chain(r:UOp|None) -> list[UOp]:
-    out = []
+    out: list[UOp] = []
     while r is not None: out, r = out + [r], parent[r]
     return out
   if not all(below[r] <= set(chain(r)) for r in all_ranges): parent = {r: all_ranges[i-1] if i else None for i, r in enumerate(all_ranges)}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 import functools
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, sint
 from tinygrad.dtype import dtypes
 from tinygrad.shape.shapetracker import ShapeTracker
 from tinygrad.shape.view import View, strides_for_shape
@@ -97,14 +97,16 @@ class KernelBuilder:
     xshape, own = r.src[0].shape, self.own_axes[r]
     rstrides, xstrides = strides_for_shape(r.shape), strides_for_shape(xshape)
     if len(v) != 1 or v[0].mask is not None or v[0].offset != 0: raise RuntimeError(f"internal: row reduce {r.shape} reached through {st}")
-    shape, strides, used = [], [], []
+    shape: list[sint] = []
+    strides: list[sint] = []
+    used: list[int] = []
     for d, (sh, sd) in enumerate(zip(v[0].shape, v[0].strides)):
       if d in own: sh, sd = xshape[a := r.axis_arg[own.index(d)]], xstrides[a]
       elif sd != 0 and sh != 1:
-        if (a := next((a for a in range(len(r.shape)) if rstrides[a] == sd and r.shape[a] == sh), None)) is None or a in used:
-          raise RuntimeError(f"internal: row reduce {r.shape} reached through {st}")
-        used.append(a)
-        sd = xstrides[a]
+        kept = [a for a in range(len(r.shape)) if rstrides[a] == sd and r.shape[a] == sh and a not in used]
+        if not kept: raise RuntimeError(f"internal: row reduce {r.shape} reached through {st}")
+        used.append(kept[0])
+        sd = xstrides[kept[0]]
       else: sh, sd = 1, 0
       shape.append(sh)
       strides.append(sd)
