@@ -286,7 +286,8 @@ def test_softmax_logsoftmax_layernorm_are_one_kernel_on_cpu(shape, axis):
                 (lambda v: (v - v.mean(axis, keepdim=True)) / (v.var(axis, keepdim=True, correction=0) + 1e-5).sqrt(),
                  lambda v: (v - v.mean(axis, keepdim=True)) / (v.var(axis, keepdim=True, unbiased=False) + 1e-5).sqrt())):
     out = f(x)
-    assert kernels(out) == 1
+    # a row that isn't the innermost axes would rerun its reduces for every output row: separate kernels then
+    assert (kernels(out) == 1) == (axis in (-1, len(shape) - 1))
     np.testing.assert_allclose(out.numpy(), _torch_ref(tf, xn), rtol=1e-5, atol=2e-6)
   out = x.layernorm(axis if axis == -1 else len(shape) - 1)
   assert kernels(out) == 1

@@ -55,6 +55,9 @@ def row_reduce(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp]) ->
   (in cache) once for each reduce and once for the output instead of reading the input from memory once per kernel."""
   x = r.src[0]
   if not ROW_FUSE.value or not all_int(x.shape) or prod(x.shape[a] for a in r.axis_arg) > ROW_FUSE.value or not _rows_are_loops(r): return False
+  # the row is the innermost axes: the loops over the kept axes come first, so a row's reduces run once per row (softmax over axis 0 would
+  # rerun its column's reduces for every output row)
+  if any(s != 1 and i not in r.axis_arg and i > min(r.axis_arg) for i, s in enumerate(x.shape)): return False
   stack, seen, expanded = [(r, False)], set(), False
   while stack:
     u, past = stack.pop()
