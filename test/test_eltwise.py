@@ -1,7 +1,7 @@
 # elementwise speed work that shows in the graph: single-node exp/tanh, the gradient carrier dropped going forward, row reduces with
 # SIMD lanes on the reduce axis. Values are checked against torch.
 import numpy as np, torch
-from tinygrad import Tensor, Device
+from tinygrad import Tensor, Device, Context
 from tinygrad.uop import Ops
 from tinygrad.codegen.program import get_program
 
@@ -42,9 +42,16 @@ def test_softmax_sum_kernel_unrolls_reduce_axis():
   renderer = Device[Device.DEFAULT].renderer
   if not renderer.vector_alu_lanes: return
   x = Tensor.empty(64, 1024)
-  asts = _asts(x.softmax(-1))
+  with Context(ROW_FUSE=0): asts = _asts(x.softmax(-1))
   sum_ast = next(a for a in asts if any(u.op is Ops.REDUCE_AXIS and u.arg[0] is Ops.ADD for u in a.toposort()))
   opts = get_program(sum_ast, renderer).applied_opts
   assert any(o.op.name == "UNROLL" and o.arg >= 4 for o in opts) and not any(o.op.name == "UPCAST" for o in opts), opts
+  # one row kernel (CPU): the max's loop and the sum's loop both get the lanes (vector accumulators), the output loop vector stores
+  if not renderer.has_local:
+    (row_ast,) = _asts(x.softmax(-1))
+    prg = get_program(row_ast, renderer)
+    assert {o.axis for o in prg.applied_opts if o.op.name == "UNROLL" and o.arg >= 8} == {0, 1}, prg.applied_opts
+    assert any(o.op.name == "UPCAST" and o.arg >= 8 for o in prg.applied_opts), prg.applied_opts
+    assert len([u for u in prg.uops if u.op is Ops.DEFINE_ACC and u.dtype.count > 1]) == 2
   xn = np.random.default_rng(0).standard_normal((64, 1024), dtype=np.float32)
   np.testing.assert_allclose(Tensor(xn).softmax(-1).numpy(), torch.tensor(xn).softmax(-1).numpy(), rtol=1e-5, atol=1e-8)

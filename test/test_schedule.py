@@ -270,3 +270,55 @@ def test_conv_with_packed_weight_copies_nothing():
     assert len(x.conv2d(packed).schedule()) == 1
     assert len(x.conv2d(w).schedule()) == (2 if packed is not w else 1)
     np.testing.assert_allclose(x.conv2d(packed).numpy(), x.conv2d(w).numpy(), atol=1e-4, rtol=1e-4)
+
+# ***** row kernels: a reduce read back along its own row stays in its reader (CPU: global axes are loops) *****
+
+def _torch_ref(f, x:np.ndarray) -> np.ndarray:
+  import torch
+  return f(torch.from_numpy(x)).numpy()
+
+@pytest.mark.parametrize("shape,axis", [((6, 40), -1), ((5, 13), 1), ((3, 7, 33), -1), ((9, 8), 0), ((4, 6, 5), 1)])
+def test_softmax_logsoftmax_layernorm_are_one_kernel_on_cpu(shape, axis):
+  import torch
+  xn = np.random.default_rng(3).standard_normal(shape).astype(np.float32) * 4
+  x = Tensor(xn)
+  for f, tf in ((lambda v: v.softmax(axis), lambda v: v.softmax(axis)), (lambda v: v.log_softmax(axis), lambda v: v.log_softmax(axis)),
+                (lambda v: (v - v.mean(axis, keepdim=True)) / (v.var(axis, keepdim=True, correction=0) + 1e-5).sqrt(),
+                 lambda v: (v - v.mean(axis, keepdim=True)) / (v.var(axis, keepdim=True, unbiased=False) + 1e-5).sqrt())):
+    out = f(x)
+    # a row that isn't the innermost axes would rerun its reduces for every output row: separate kernels then
+    assert (kernels(out) == 1) == (axis in (-1, len(shape) - 1))
+    np.testing.assert_allclose(out.numpy(), _torch_ref(tf, xn), rtol=1e-5, atol=2e-6)
+  out = x.layernorm(axis if axis == -1 else len(shape) - 1)
+  assert kernels(out) == 1
+  np.testing.assert_allclose(out.numpy(), torch.nn.functional.layer_norm(torch.from_numpy(xn), shape[-1:]).numpy(), rtol=1e-4, atol=1e-5)
+
+def test_row_kernel_off_and_on_gpu_style_devices():
+  x = rand(5, 13)
+  with Context(ROW_FUSE=0): assert kernels(x.softmax(-1)) == 3
+  # a device with workgroups (PYTHON emulates one) would recompute the row for every output thread: separate kernels there
+  assert kernels(rand(5, 13, device="PYTHON").softmax(-1)) == 3
+  # a row longer than ROW_FUSE: separate kernels
+  with Context(ROW_FUSE=8): assert kernels(x.softmax(-1)) == 3
+
+@pytest.mark.parametrize("after", [lambda t: t[2:], lambda t: t.T, lambda t: t[::2, 1:], lambda t: t @ t.T, lambda t: t.sum(1),
+                                   lambda t: t.max(0), lambda t: t.pad(((1, 0), (0, 2))) if isinstance(t, Tensor) else np.pad(t, ((1, 0), (0, 2)))])
+def test_row_kernel_output_read_through_views(after):
+  # the row kernel's output read through a view, or reduced again: right values whatever the grouper decides
+  xn = np.random.default_rng(5).standard_normal((6, 16)).astype(np.float32)
+  e = np.exp(xn - xn.max(1, keepdims=True))
+  np.testing.assert_allclose(after(Tensor(xn).softmax(-1)).numpy(), after(e / e.sum(1, keepdims=True)), rtol=1e-5, atol=1e-6)
+
+def test_row_kernel_gradient_and_returned_statistics():
+  import torch
+  xn = np.random.default_rng(6).standard_normal((4, 24)).astype(np.float32)
+  x, xt = Tensor(xn, requires_grad=True), torch.from_numpy(xn).requires_grad_(True)
+  (x.softmax(-1) * Tensor.arange(24).float()).sum().backward()
+  (xt.softmax(-1) * torch.arange(24).float()).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-6)
+  # the max is also an output: it is computed once, in its own kernel, and the softmax reads it
+  y = Tensor(xn)
+  m = y.max(1, keepdim=True)
+  sm = (y - m).exp()
+  np.testing.assert_allclose(sm.numpy(), np.exp(xn - xn.max(1, keepdims=True)), rtol=1e-6)
+  np.testing.assert_allclose(m.numpy(), xn.max(1, keepdims=True))

@@ -47,6 +47,12 @@ def softmax_pieces(rng, dev):
   e = (x - x.max(1, keepdim=True)).exp()
   return [e / e.sum(1, keepdim=True)]
 
+def layernorm_rows(rng, dev):
+  # a row kernel on CPU: the variance's loop reads the mean's, the output loop reads both (grouper.row_reduce)
+  x = _t(rng, (6, 12), dev)
+  m = x - x.mean(1, keepdim=True)
+  return [m * ((m * m).mean(1, keepdim=True) + 1e-5).rsqrt()]
+
 def gather(rng, dev):
   table = _t(rng, (10, 8), dev)
   idx = Tensor(rng.integers(0, 10, (6,)).astype(np.int32), device=dev)
@@ -61,6 +67,7 @@ CORPUS = {
   "matmul": lambda rng, dev: [_t(rng, (16, 16), dev) @ _t(rng, (16, 16), dev)],
   "conv_like": conv_like,
   "softmax_pieces": softmax_pieces,
+  "layernorm_rows": layernorm_rows,
   "gather": gather,
   # odd sizes: nothing divides them until PADTO rounds them up
   "matmul_odd": lambda rng, dev: [_t(rng, (7, 13), dev) @ _t(rng, (13, 11), dev)],
@@ -198,8 +205,11 @@ def test_padto_then_split(dev):
   check_opts("sum_odd", dev, [(0, [Opt(OptOps.PADTO, 1, 16), Opt(OptOps.PADTO, 0, 8), Opt(OptOps.UNROLL, 0, 8), Opt(OptOps.UPCAST, 0, 8)])])
 
 def _odd_kernel(f) -> Kernel:
-  with Context(NOOPT=1): out = f(Tensor(np.random.default_rng(1).standard_normal((5, 13)).astype(np.float32)))
-  return Kernel([si.ast for si in out.schedule() if si.ast.op is Ops.SINK][-1], Device["CPU"].renderer)
+  # ROW_FUSE=0: the max of (x + max).sum(1) is its own kernel, read back through a load (a row kernel computes it in the loop instead)
+  with Context(NOOPT=1, ROW_FUSE=0):
+    out = f(Tensor(np.random.default_rng(1).standard_normal((5, 13)).astype(np.float32)))
+    ast = [si.ast for si in out.schedule() if si.ast.op is Ops.SINK][-1]
+  return Kernel(ast, Device["CPU"].renderer)
 
 def test_padto_refused():
   k = _kernel("matmul_odd", "CPU")

@@ -7,7 +7,7 @@
 # other lanes it becomes one vector WMMA whose operands gather the lanes of a and b its arg names, and C's lanes are GEPs of it (of a
 # vector REDUCE of it when the REDUCE loops over more of K).
 from __future__ import annotations
-import itertools
+import functools, itertools
 from tinygrad.uop import Ops
 from typing import Callable
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite
@@ -35,11 +35,12 @@ def _step(idx:UOp, axis:tuple[int, int], placeholders:list[UOp], memo:dict[UOp, 
   def at(v:int) -> UOp: return idx.substitute({p: UOp.const(p.dtype, v if p.arg == axis else 0) for p in placeholders})
   return _offset(at(1), at(0), memo)
 
-def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], width:int, vdts:tuple[DType, ...],
-                 memo:dict[UOp, UOp]) -> tuple[int, int]|None:
-  """The upcast axis that becomes vectors: the one most float loads and stores walk with stride 1 (a power of two <= width lanes)."""
+def _vector_axes(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], width:int, vdts:tuple[DType, ...],
+                 memo:dict[UOp, UOp]) -> set[tuple[int, int]]:
+  """The upcast axes that become vectors: the one most float loads and stores walk with stride 1 (a power of two <= width lanes), and
+  more such axes that no node depends on together with a chosen one (a row kernel's loops over one row, one after the other)."""
   reduced = {s.arg for u in topo if u.op is Ops.REDUCE for s in u.src[1:] if s.op is Ops.UNROLL}
-  if any(u.op is Ops.WMMA for u in topo): return None
+  if any(u.op is Ops.WMMA for u in topo): return set()
   placeholders = [u for u in topo if u.op is Ops.UNROLL]
   cands = [p.arg for p in placeholders if 2 <= p.arg[1] <= width and p.arg[1] & (p.arg[1]-1) == 0]
   score = dict.fromkeys(cands, 0)
@@ -50,8 +51,11 @@ def _vector_axis(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], w
       if a in lanes[idx] and _step(idx, a, placeholders, memo) == 1: score[a] += 1
   # an output axis first; else a reduced one (a vector accumulator whose lanes are combined after the loop). Then the most lanes moved by
   # vector loads and stores: a conv tile's 32 channel lanes (one weight load) over its 8 positions (an input load and the store)
-  best = max(cands, key=lambda a: (score[a] > 0, a not in reduced, score[a] * a[1], a[1]), default=None)
-  return best if best is not None and score[best] > 0 else None
+  together = {frozenset(ls) for ls in lanes.values()}
+  chosen: set[tuple[int, int]] = set()
+  for a in sorted(cands, key=lambda a: (score[a] > 0, a not in reduced, score[a] * a[1], a[1]), reverse=True):
+    if score[a] > 0 and not any(a in ls and ls & chosen for ls in together): chosen.add(a)
+  return chosen
 
 def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdts:tuple[DType, ...]=VECTOR_ALU_DTYPES) -> UOp:
   """vector_width: the most lanes of one vector (0: no vectors, every lane a scalar copy); vops/vdts: the ops and dtypes vectors take."""
@@ -71,11 +75,12 @@ def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdt
   made: dict[tuple[UOp, tuple[int, ...]], UOp] = {}
   def get(u:UOp, assign:dict[int, int]) -> UOp: return made[(u, tuple(assign[a] for a, _ in lanes[u]))]
   memo: dict[UOp, UOp] = {}
-  vaxis = _vector_axis(topo, lanes, vector_width, vdts, memo) if vector_width > 1 else None
+  vaxes = _vector_axes(topo, lanes, vector_width, vdts, memo) if vector_width > 1 else set()
+  def vax(u:UOp) -> tuple[int, int]|None: return next((a for a in lanes[u] if a in vaxes), None)
   vmade: dict[tuple[UOp, tuple[int, ...]], UOp] = {}   # vectorized nodes: their vector per combination of the other lanes
-  def vget(u:UOp, assign:dict[int, int]) -> UOp:
-    assert vaxis is not None
-    if (u, key := tuple(assign[a] for a, _ in lanes[u] if (a, _) != vaxis)) in vmade: return vmade[(u, key)]
+  def vget(u:UOp, assign:dict[int, int], vaxis:tuple[int, int]) -> UOp:
+    # u as a vector along vaxis (the reader's vector axis): its vector if it has one, else its lanes gathered (the same value broadcast)
+    if (u, key := tuple(assign[a] for a, _ in lanes[u] if (a, _) != vaxis)) in vmade and vax(u) == vaxis: return vmade[(u, key)]
     vals = [get(u, {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
     return UOp(Ops.VECTORIZE, u.dtype.vec(vaxis[1]), tuple(vals))
   def reduce_of(u:UOp, assign:dict[int, int], fetch:Callable[[UOp, dict[int, int]], UOp], keep:tuple[int, int]|None=None) -> UOp:
@@ -85,26 +90,25 @@ def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdt
     combined = _combine(u.arg, vals)
     ranges = tuple(get(s, assign) for s in u.src[1:] if s.op is not Ops.UNROLL)
     return UOp(Ops.REDUCE, combined.dtype, (combined,)+ranges, u.arg) if ranges else combined
-  def lane_base(index:UOp, assign:dict[int, int]) -> UOp|None:
+  def lane_base(index:UOp, assign:dict[int, int], vaxis:tuple[int, int]) -> UOp|None:
     # the vector's first INDEX when its lanes address consecutive elements under one gate (one vector load or store), else None
-    assert vaxis is not None
     ix = [get(index, {**assign, vaxis[0]: i}) for i in range(vaxis[1])]
     gate = _gate(ix[0], memo)
     return ix[0] if all(_offset(x.src[1], ix[0].src[1], memo) == i and _gate(x, memo) is gate for i, x in enumerate(ix)) else None
-  def vectorize(u:UOp, assign:dict[int, int]) -> UOp|None:
+  def vectorize(u:UOp, assign:dict[int, int], vaxis:tuple[int, int]) -> UOp|None:
     """the vector node of u for these other lanes, or None where u stays per-lane scalars"""
-    assert vaxis is not None
+    def vg(x:UOp, a:dict[int, int]) -> UOp: return vget(x, a, vaxis)
     if u.op is Ops.LOAD and u.dtype in vdts and u.src[0].op is Ops.INDEX:
-      if (base := lane_base(u.src[0], assign)) is not None: return UOp(Ops.LOAD, u.dtype.vec(vaxis[1]), (base,))
+      if (base := lane_base(u.src[0], assign, vaxis)) is not None: return UOp(Ops.LOAD, u.dtype.vec(vaxis[1]), (base,))
       lane_assigns = [{**assign, vaxis[0]: i} for i in range(vaxis[1])]
       return UOp(Ops.VECTORIZE, u.dtype.vec(vaxis[1]), tuple(u.replace(src=tuple(get(s, a) for s in u.src)) for a in lane_assigns))
     # a loaded value cast to a vector dtype (half stored, float computed) starts vectors too: its lanes are loaded one by one
     starts = u.op is Ops.CAST and u.src[0].op is Ops.LOAD
     if u.op in vops and u.dtype in vdts and (starts or any(s in vectorized for s in u.src)):
-      return UOp(u.op, u.dtype.vec(vaxis[1]), tuple(vget(s, assign) for s in u.src), u.arg)
-    if u.op is Ops.REDUCE and u.src[0] in vectorized and u.src[0].op is not Ops.WMMA: return reduce_of(u, assign, vget)
-    if u.op is Ops.STORE and u.src[1] in vectorized and u.src[0].op is Ops.INDEX and (base := lane_base(u.src[0], assign)) is not None:
-      return UOp(Ops.STORE, u.dtype, (base, vget(u.src[1], assign)))
+      return UOp(u.op, u.dtype.vec(vaxis[1]), tuple(vg(s, assign) for s in u.src), u.arg)
+    if u.op is Ops.REDUCE and u.src[0] in vectorized and u.src[0].op is not Ops.WMMA: return reduce_of(u, assign, vg)
+    if u.op is Ops.STORE and u.src[1] in vectorized and u.src[0].op is Ops.INDEX and (base := lane_base(u.src[0], assign, vaxis)) is not None:
+      return UOp(Ops.STORE, u.dtype, (base, vg(u.src[1], assign)))
     return None
   vectorized: set[UOp] = set()
   def wmma(u:UOp, assign:dict[int, int]) -> UOp:
@@ -118,11 +122,11 @@ def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdt
   def c_lane(u:UOp, assign:dict[int, int]) -> int: return sum(assign[a] << j for j, (a, _) in enumerate(u.arg[6][2]))
   for u in topo:
     if u.op is Ops.SINK: continue
-    if vaxis is not None and vaxis in lanes[u] and u.op is not Ops.UNROLL:
+    if (vaxis := vax(u)) is not None and u.op is not Ops.UNROLL:
       others = [ln for ln in lanes[u] if ln != vaxis]
       vnodes: dict[tuple[int, ...], UOp] = {}
       for combo in itertools.product(*[range(sz) for _, sz in others]):
-        if (v := vectorize(u, {a: c for (a, _), c in zip(others, combo)})) is None: break
+        if (v := vectorize(u, {a: c for (a, _), c in zip(others, combo)}, vaxis)) is None: break
         vnodes[combo] = v
       else:
         vectorized.add(u)
@@ -138,10 +142,10 @@ def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdt
       elif u.op is Ops.WMMA: new = wmma(u, assign).gep(c_lane(u, assign))
       # one vector accumulator for all of C's lanes, each lane a GEP of it
       elif u.op is Ops.REDUCE and u.src[0].op is Ops.WMMA: new = reduce_of(u, assign, wmma).gep(c_lane(u.src[0], assign))
-      elif u.op is Ops.REDUCE and vaxis is not None and u.src[0] in vectorized and any(s.arg == vaxis for s in u.src[1:]):
+      elif u.op is Ops.REDUCE and (va := vax(u.src[0])) is not None and u.src[0] in vectorized and any(s.arg == va for s in u.src[1:]):
         # the vector axis is reduced: a vector accumulator, its lanes combined after the loop
-        red = reduce_of(u, assign, vget, keep=vaxis)
-        new = _combine(u.arg, [red.gep(i) for i in range(vaxis[1])])
+        red = reduce_of(u, assign, functools.partial(vget, vaxis=va), keep=va)
+        new = _combine(u.arg, [red.gep(i) for i in range(va[1])])
       elif u.op is Ops.REDUCE: new = reduce_of(u, assign, get)
       else: new = u.replace(src=tuple(get(s, assign) for s in u.src)) if u.src else u
       made[(u, combo)] = new

@@ -1,6 +1,6 @@
 # lowered graph -> program order (docs/ir.md stage 4)
 from __future__ import annotations
-import itertools
+import heapq, itertools
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat
 from tinygrad.dtype import dtypes
@@ -29,54 +29,98 @@ def reduce_to_acc(ctx:itertools.count, red:UOp) -> UOp:
 
 pm_reduce_to_acc = PatternMatcher([(UPat(Ops.REDUCE, name="red"), reduce_to_acc)])
 
-def linearize(sink:UOp) -> list[UOp]:
-  """Program order for a graph of nested loops. Every node lives at a loop depth (the deepest RANGE it depends on); at each depth the
-  nodes that don't need an inner loop's result run before that loop opens and the rest after it closes."""
-  topo = list(sink.toposort())
-  all_ranges = sorted({u for u in topo if u.op is Ops.RANGE}, key=lambda r: r.arg)
-  pos = {r: i for i, r in enumerate(all_ranges)}
+def _ranges_of(topo:list[UOp], acc_ranges:dict[UOp, frozenset[UOp]]) -> dict[UOp, frozenset[UOp]]:
+  # the loops each node must run inside: the RANGEs it depends on, where a value read after an accumulator's loops leaves those loops
   ranges_of: dict[UOp, frozenset[UOp]] = {}
-  after_loop: dict[UOp, bool] = {}   # depends on a reduce result, so must come after the loop that makes it
-  depth: dict[UOp, int] = {}
   for u in topo:
     rs: set[UOp] = set()
-    post = False
     for s in u.src:
-      if s.op is Ops.ASSIGN and u.op is not Ops.ASSIGN:
-        rs |= ranges_of[s] - set(s.src[0].src[1:])
-        post = True
+      if s.op is Ops.ASSIGN and u.op is not Ops.ASSIGN: rs |= ranges_of[s] - set(s.src[0].src[1:])
       # reading an accumulator is part of its update: inside its loops, even when the added value doesn't depend on them
       elif s.op is Ops.DEFINE_ACC: rs |= ranges_of[s] | set(s.src[1:])
-      else:
-        rs |= ranges_of[s]
-        post |= after_loop[s]
+      else: rs |= ranges_of[s]
     if u.op is Ops.RANGE: rs.add(u)
-    # an accumulator lives inside every loop that is open where it is declared: one per output element
-    if u.op is Ops.DEFINE_ACC: rs = set(all_ranges[:min(pos[r] for r in u.src[1:])])
-    ranges_of[u] = frozenset(rs)
-    after_loop[u] = post
-    if u.op is Ops.DEFINE_ACC: depth[u] = min(pos[r] for r in u.src[1:])
-    elif u.op is Ops.RANGE: depth[u] = pos[u]   # the RANGE itself opens its loop
-    else: depth[u] = max((pos[r]+1 for r in rs), default=0)
-  # an accumulator update belongs inside all of its loops even when the value doesn't depend on every one of them
-  for u in topo:
-    if u.op is Ops.ASSIGN and u.src[0].op is Ops.DEFINE_ACC:
-      depth[u] = max(depth[u], max(pos[r]+1 for r in u.src[0].src[1:]))
-  # nodes whose value is only needed inside deeper loops are still placed at their own depth; emit level by level
+    ranges_of[u] = frozenset(acc_ranges.get(u, rs))
+  return ranges_of
+
+def linearize(sink:UOp) -> list[UOp]:
+  """Program order for a graph of loops. The loops form a tree: a loop nests inside the loops of lower axis number that some node needs
+  together with it, so reductions that don't depend on each other's loops (softmax's max, sum and output over one row) run one after the
+  other inside their common loop. In each loop body, nodes and inner loops are ordered by their dependencies."""
+  topo = list(sink.toposort())
   order = {u: i for i, u in enumerate(topo)}
-  n = len(all_ranges)
-  before: list[list[UOp]] = [[] for _ in range(n+1)]
-  after: list[list[UOp]] = [[] for _ in range(n+1)]
+  all_ranges = sorted({u for u in topo if u.op is Ops.RANGE}, key=lambda r: r.arg)
+  pos = {r: i for i, r in enumerate(all_ranges)}
+  accs = [u for u in topo if u.op is Ops.DEFINE_ACC]
+  ranges_of = _ranges_of(topo, {a: frozenset() for a in accs})
+  # a loop's parent: the innermost of the lower loops needed together with it; if that isn't a consistent tree, one nest in axis order
+  below: dict[UOp, set[UOp]] = {r: set() for r in all_ranges}
+  for rs in set(ranges_of.values()):
+    for r in rs: below[r].update(q for q in rs if pos[q] < pos[r])
+  parent: dict[UOp, UOp|None] = {r: max(below[r], key=pos.__getitem__, default=None) for r in all_ranges}
+  def chain(r:UOp|None) -> list[UOp]:
+    out: list[UOp] = []
+    while r is not None: out, r = out + [r], parent[r]
+    return out
+  if not all(below[r] <= set(chain(r)) for r in all_ranges): parent = {r: all_ranges[i-1] if i else None for i, r in enumerate(all_ranges)}
+  # an accumulator is declared in the loop around its outermost reduce loop: one per iteration of the loops it sits in
+  ranges_of = _ranges_of(topo, {a: frozenset(chain(parent[min(a.src[1:], key=pos.__getitem__)])) for a in accs})
+  depth = {r: len(chain(r)) for r in all_ranges}
+  home: dict[UOp, UOp|None] = {}
   for u in topo:
     if u.op in (Ops.SINK, Ops.RANGE): continue
-    (after if after_loop[u] and u.op is not Ops.DEFINE_ACC else before)[depth[u]].append(u)
+    home[u] = max(ranges_of[u], key=depth.__getitem__, default=None)
+    if u.op is Ops.ASSIGN and u.src[0].op is Ops.DEFINE_ACC:   # an update runs inside all of its loops
+      home[u] = max(list(ranges_of[u]) + list(u.src[0].src[1:]), key=depth.__getitem__)
+    if not ranges_of[u] <= set(chain(home[u])): raise RuntimeError(f"linearize: {u.op} needs loops that are not nested")
+  kids: dict[UOp|None, list[UOp]] = {}
+  for r in all_ranges: kids.setdefault(parent[r], []).append(r)
+  members: dict[UOp|None, list[UOp]] = {}
+  for u, h in home.items(): members.setdefault(h, []).append(u)
+  def item_in(h:UOp|None, loop:UOp|None) -> UOp|None:
+    # the item directly inside `loop` that holds a node living in loop h (the node itself when h is loop), None if outside loop
+    while h is not loop:
+      if h is None: return None
+      if parent[h] is loop: return h
+      h = parent[h]
+    return None
   out: list[UOp] = []
-  for d in range(n+1):
-    out.extend(sorted(before[d], key=order.__getitem__))
-    if d < n: out.append(all_ranges[d])
-  for d in range(n, -1, -1):
-    if d < n: out.append(UOp(Ops.ENDRANGE, dtypes.void, (all_ranges[d],)))
-    out.extend(sorted(after[d], key=order.__getitem__))
+  def emit(loop:UOp|None):
+    items = members.get(loop, []) + kids.get(loop, [])
+    inside = {r: [u for u in home if item_in(home[u], loop) is r] + [q for q in all_ranges if q is not r and item_in(parent[q], loop) is r]
+              for r in kids.get(loop, [])}
+    deps: dict[UOp, set[UOp]] = {}
+    for it in items:
+      nodes = inside[it] + [it] if it.op is Ops.RANGE else [it]   # a loop needs its bound too
+      ds: set[UOp] = set()
+      for u in nodes:
+        for s in (u.src[:1] if u.op is Ops.DEFINE_ACC else u.src):
+          if s.op in (Ops.RANGE, Ops.SINK) or s not in home: continue
+          d = s if home[s] is loop else item_in(home[s], loop)
+          if d is not None and d is not it: ds.add(d)
+      deps[it] = ds
+    prio = {it: min((order[u] for u in inside[it]), default=order[it]) if it.op is Ops.RANGE else order[it] for it in items}
+    users: dict[UOp, list[UOp]] = {}
+    for it, ds in deps.items():
+      for d in ds: users.setdefault(d, []).append(it)
+    waiting = {it: len(ds) for it, ds in deps.items()}
+    index = {it: i for i, it in enumerate(items)}
+    ready = [(prio[it], i, it) for i, it in enumerate(items) if not waiting[it]]
+    heapq.heapify(ready)
+    done = 0
+    while ready:
+      _, _, it = heapq.heappop(ready)
+      done += 1
+      if it.op is Ops.RANGE:
+        out.append(it)
+        emit(it)
+        out.append(UOp(Ops.ENDRANGE, dtypes.void, (it,)))
+      else: out.append(it)
+      for v in users.get(it, []):
+        waiting[v] -= 1
+        if not waiting[v]: heapq.heappush(ready, (prio[v], index[v], v))
+    if done != len(items): raise RuntimeError("linearize: a dependency cycle between loops")
+  emit(None)
   _check_order(out)
   return out
 

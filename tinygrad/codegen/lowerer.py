@@ -75,7 +75,10 @@ pm_lowerer = PatternMatcher([
 
 def needs_int64(ast:UOp, full_shape:tuple[sint, ...]) -> bool:
   limit = 2**31 - 1
-  if isinstance(p := prod(full_shape), int) and p > limit: return True
+  # the loops multiply up to the largest view's size (a row kernel's loops over one row side by side don't multiply)
+  views = [u.arg for u in ast.toposort() if u.op is Ops.VIEW]
+  if any(isinstance(p := prod(st.shape), int) and p > limit for st in views) or not views and isinstance(p := prod(full_shape), int) and p > limit:
+    return True
   for u in ast.toposort():
     if u.op is Ops.DEFINE_GLOBAL and isinstance(u.dtype, PtrDType) and u.dtype.size > limit: return True
     if u.op is Ops.VIEW and u.arg.needs_int64(): return True

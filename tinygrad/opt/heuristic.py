@@ -34,13 +34,24 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   if USE_TC and k.opts.tensor_cores and _try(k, Opt(OptOps.TC, 0, (TC_SELECT.value, TC_OPT.value)), opts): return opts
   reduce_axes = k.axes_of(AxisType.REDUCE)
   global_axes = k.axes_of(AxisType.GLOBAL)
+  # a row kernel (softmax, layernorm: see grouper.row_reduce) loops over a row once per reduce and once for the output: each of those loops
+  # gets a SIMD register's lanes (vector accumulators, vector stores) and the reduces a short unroll more, so a loop adds a few vectors at once
+  row_axes = [a for a in global_axes if any(st.shape[a] == 1 for st in k.sts) and k.full_shape[a] != 1]
+  if reduce_axes and row_axes and k.opts.vector_alu_lanes:
+    width = k.opts.simd_bytes // max(r.dtype.itemsize for r in k.reduceops)
+    for i in range(len(reduce_axes)):
+      if (amt := _largest_divisor(k.full_shape[k.axes_of(AxisType.REDUCE)[i]], (width, 8, 4))) is not None: _try(k, Opt(OptOps.UNROLL, i, amt), opts)
+    for i in range(len(reduce_axes)):
+      if (amt := _largest_divisor(k.full_shape[k.axes_of(AxisType.REDUCE)[i]], (4, 2))) is not None: _try(k, Opt(OptOps.UNROLL, i, amt), opts)
+    if (amt := _largest_divisor(k.full_shape[row_axes[-1]], (width, 8, 4))) is not None:
+      _try(k, Opt(OptOps.UPCAST, k.axes_of(AxisType.GLOBAL).index(row_axes[-1]), amt), opts)
   # a reduce with broadcast inputs (matmul, conv): a register tile of outputs, each loaded value used by several accumulators.
   # The axis some input reads contiguously gets a SIMD register's width of lanes, another broadcast axis a few rows.
   view_of = {v.arg: i for i, v in enumerate(k.view_uops)}
   load_sts = [k.sts[view_of[u.src[1].arg]] for u in k.ast.toposort() if u.op is Ops.LOAD and u.src[1].arg in view_of]
   # it pays only where every input the reduce walks is reused across some output axis (not a row sum whose parameters are broadcast)
   walked = [strides for st in load_sts if any((strides := st.real_strides())[a] != 0 for a in reduce_axes)]
-  if reduce_axes and global_axes and all(any(strides[a] == 0 for a in global_axes) for strides in walked):
+  if reduce_axes and global_axes and not row_axes and all(any(strides[a] == 0 for a in global_axes) for strides in walked):
     real_strides = [st.real_strides() for st in load_sts]
     broadcast = [j for j, ax in enumerate(global_axes) if any(rs[ax] == 0 for rs in real_strides)]
     width = k.opts.simd_bytes // max(r.dtype.itemsize for r in k.reduceops)

@@ -89,6 +89,8 @@ class Kernel:
         cand = []
         for st in self.sts:
           s = st.shape
+          # a view that spans one of the two axes and not the other (a row reduce's input) can't merge them
+          if (s[i], s[i+1]) != (1, 1) and (s[i], s[i+1]) != self.full_shape[i:i+2]: break
           merged = st.reshape(tuple(s[:i]) + (s[i]*s[i+1],) + tuple(s[i+2:]))
           if len(merged.views) > len(st.views): break
           cand.append(merged)
@@ -142,7 +144,10 @@ class Kernel:
       if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
         # vector code keeps 16 lanes in one register, so it may hold more lanes than per-lane scalars
         lim = 1024 if self.opts.vector_alu_lanes else 256
-        check(self.upcast_size * amt <= lim, opt, f"too many registers: {self.upcast_size}*{amt} > {lim}")
+        # the lanes live together: those of the register axes some view spans along with this one (a row kernel's loops have their own)
+        live = max((prod(st.shape[a] for a in self.axes_of(AxisType.UPCAST, AxisType.UNROLL)) for st in self.sts if resolve(st.shape[axis] != 1)),
+                   default=self.upcast_size)
+        check(live * amt <= lim, opt, f"too many registers: {live}*{amt} > {lim}")
         check(not any(isinstance(x, UOp) for x in self.full_shape), opt, "no upcasts in kernels with symbolic shapes")
         self._split(axis, amt, AxisType.UPCAST if opt.op is OptOps.UPCAST else AxisType.UNROLL)
       elif opt.op is OptOps.THREAD:
@@ -331,7 +336,22 @@ class Kernel:
     # the AST with the kernel's views and reduce axes; the axis kinds travel in the SINK's arg for the lowerer
     new_ast = self.ast.substitute({v: st.to_uop() for v, st in zip(self.view_uops, self.sts)})
     raxes = tuple(self.axes_of(*REDUCE_TYPES))
-    new_ast = new_ast.substitute({r: UOp(Ops.REDUCE_AXIS, r.dtype, r.src, (r.arg[0], raxes)) for r in new_ast.toposort() if r.op is Ops.REDUCE_AXIS})
+    def own_axes(r:UOp) -> tuple[int, ...]:
+      # a reduce sums the reduce axes its input varies along (a kernel with a row's max and sum has one reduce axis for each); the
+      # views under a nested reduce are that reduce's
+      views, stack, seen = [], [r.src[0]], set()
+      while stack:
+        if (x := stack.pop()) in seen: continue
+        seen.add(x)
+        if x.op is Ops.VIEW: views.append(x.arg)
+        if x.op is not Ops.REDUCE_AXIS: stack.extend(x.src)
+      return tuple(a for a in raxes if any(resolve(st.shape[a] != 1) for st in views)) or raxes
+    new: dict[UOp, UOp] = {}
+    for u in new_ast.toposort():   # bottom up: a reduce inside another one is replaced in it too
+      src = tuple(new.get(x, x) for x in u.src)
+      if u.op is Ops.REDUCE_AXIS: new[u] = UOp(Ops.REDUCE_AXIS, u.dtype, src, (u.arg[0], own_axes(u) if len(self.reduceops) > 1 else raxes))
+      elif src != u.src: new[u] = u.replace(src=src)
+    new_ast = new.get(new_ast, new_ast)
     return new_ast.replace(arg=KernelInfo(to_function_name(self.name()), tuple(self.axis_types), tuple(self.applied_opts), self._wmma_arg()))
 
   def _wmma_arg(self) -> tuple|None:

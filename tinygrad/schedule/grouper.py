@@ -4,9 +4,11 @@ from typing import Container
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, ZERO_FORWARD
 from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS
+from tinygrad.device import Device
 
 SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
 EXPENSIVE_EXPAND = ContextVar("EXPENSIVE_EXPAND", 4)   # read this many times over through an expand, a value with transcendentals is a buffer
+ROW_FUSE = ContextVar("ROW_FUSE", 16384)   # a reduce read back along its own row of at most this many elements stays in its reader (0: off)
 EXPENSIVE = {Ops.EXP2, Ops.EXP, Ops.TANH, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW}
 
 # graph cleanups before grouping: autograd markers are no-ops here. (A COPY to its own device stays: it is how clone() gets a new buffer)
@@ -41,6 +43,33 @@ def is_leaf(u:UOp) -> bool:
   # nodes a kernel reads without computing: buffers, consts, symbolic values
   return u.op in (Ops.BUFFER, Ops.CONST, Ops.VCONST, Ops.DEFINE_VAR, Ops.BIND, Ops.DEVICE, Ops.UNIQUE)
 
+def _rows_are_loops(u:UOp) -> bool:
+  # on devices whose global axes are loops in one thread (CPUs), a kernel can walk a row once per reduce and once more for the output;
+  # a GPU would give every output element a thread that redoes the whole row
+  try: return isinstance(u.device, str) and not Device[u.device].renderer.has_local
+  except Exception: return False
+
+def row_reduce(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp]) -> bool:
+  """r (softmax's max and sum, layernorm's mean) is read back only along its own row: expanded straight to its input's shape and then
+  used by elementwise ops and by reduces over the same row. Such a reduce stays in the kernel that reads it, which loops over the row
+  (in cache) once for each reduce and once for the output instead of reading the input from memory once per kernel."""
+  x = r.src[0]
+  if not ROW_FUSE.value or not all_int(x.shape) or prod(x.shape[a] for a in r.axis_arg) > ROW_FUSE.value or not _rows_are_loops(r): return False
+  # the row is the innermost axes: the loops over the kept axes come first, so a row's reduces run once per row (softmax over axis 0 would
+  # rerun its column's reduces for every output row)
+  if any(s != 1 and i not in r.axis_arg and i > min(r.axis_arg) for i, s in enumerate(x.shape)): return False
+  stack, seen, expanded = [(r, False)], set(), False
+  while stack:
+    u, past = stack.pop()
+    for c in children.get(u, []):
+      if c in realizes and c.op not in GroupOp.Movement: continue   # a kernel's output: r is computed in that kernel
+      if (c, past) in seen: continue
+      seen.add((c, past))
+      if c.op is Ops.EXPAND and not past and c.shape == x.shape: stack.append((c, expanded := True))
+      elif c.op in GroupOp.ALU or c.op in (Ops.CAST, Ops.BITCAST): stack.append((c, past))
+      elif not (past and c.op is Ops.REDUCE_AXIS and c.axis_arg == r.axis_arg and c.src[0].shape == x.shape): return False
+  return expanded
+
 def needs_kernel(u:UOp) -> bool: return not is_leaf(u.base) and u.base.op not in (Ops.SINK,)
 
 def group_realizes(sink:UOp) -> dict[UOp, None]:
@@ -74,9 +103,13 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
       if x.st.simplify() != target.st.simplify():
         realizes[u.src[1]] = None
         break
-  # a reduce feeds other kernels only through reshapes, and never into another reduce of the same kernel
+  # a reduce feeds other kernels only through reshapes, and never into another reduce of the same kernel, unless it is a row reduce
+  row_reduces: set[UOp] = set()
   for r in topo:
     if r.op is not Ops.REDUCE_AXIS or r in realizes: continue
+    if row_reduce(r, children, realizes):
+      row_reduces.add(r)
+      continue
     stack, seen = [r], set()
     while stack:
       x = stack.pop()
@@ -94,7 +127,10 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
     if not EXPENSIVE_EXPAND or e.op is not Ops.EXPAND or (b := e.src[0].base) in realizes: continue
     if not (b.op in GroupOp.ALU or b.op is Ops.CAST) or not all_int(e.shape) or not all_int(b.shape) or prod(b.shape) < 1024: continue
     if prod(e.shape) < EXPENSIVE_EXPAND.value * prod(e.src[0].shape): continue
-    if any(x.op in EXPENSIVE for x in kernel_body(b, realizes)): realizes[b] = None
+    body = kernel_body(b, realizes)
+    # a value of row reduces (layernorm's 1/sqrt(var)) is computed once per row, after the row's loops
+    if any(x in row_reduces for x in body) and all(x.op is not Ops.REDUCE_AXIS or x in row_reduces for x in body): continue
+    if any(x.op in EXPENSIVE for x in body): realizes[b] = None
   # each kernel holds reduces of one shape only, and a reduce read by two kernels is computed once
   while True:
     reduce_owner: dict[UOp, UOp] = {}

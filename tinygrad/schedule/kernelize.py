@@ -2,9 +2,10 @@
 from __future__ import annotations
 import functools
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, sint
 from tinygrad.dtype import dtypes
 from tinygrad.shape.shapetracker import ShapeTracker
+from tinygrad.shape.view import View, strides_for_shape
 from tinygrad.schedule.grouper import kernel_body
 
 @functools.lru_cache(maxsize=8192)
@@ -48,10 +49,17 @@ class KernelBuilder:
     out_buf = self.buffer_of[root]
     out_st = root.src[0].st if root.op is Ops.ASSIGN else ShapeTracker.from_shape(root.shape)
     # a fused reduce sets the kernel's index space: its output shape, which the output's shape reshapes into
-    reduces = [x for x in kernel_body(value, self.buffer_of) if x.op is Ops.REDUCE_AXIS]   # root is only the start, never a child
+    body = kernel_body(value, self.buffer_of)   # root is only the start, never a child
+    # a reduce read through an expand (a row reduce, see grouper.row_reduce) loops over axes of its own, added after the kernel's
+    inner = list(dict.fromkeys(r for e in body if e.op is Ops.EXPAND for r in kernel_body(e.src[0], self.buffer_of) if r.op is Ops.REDUCE_AXIS))
+    reduces = [x for x in body if x.op is Ops.REDUCE_AXIS and x not in inner]
     kshape = reduces[0].shape if reduces else root.shape
+    self.own_axes: dict[UOp, tuple[int, ...]] = {}
+    for r in inner: self.own_axes[r] = tuple(range(len(kshape) + sum(map(len, self.own_axes.values())), len(kshape) + len(r.axis_arg) +
+                                                   sum(map(len, self.own_axes.values()))))
+    self.pad = (1,) * sum(map(len, self.own_axes.values()))
     top_st = ShapeTracker.from_shape(root.shape)
-    if kshape != root.shape: out_st, top_st = out_st.reshape(kshape), top_st.reshape(kshape)
+    if kshape + self.pad != root.shape: out_st, top_st = out_st.reshape(kshape + self.pad), top_st.reshape(kshape + self.pad)
     dg = self.define_global(out_buf)
     val = self.build_value(value, top_st)
     return UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (dg, self.view(out_st), val)),))
@@ -75,11 +83,35 @@ class KernelBuilder:
   def children(self, x:UOp, st:ShapeTracker) -> list[tuple[UOp, ShapeTracker]]:
     if x.op in GroupOp.Movement: return [(x.src[0], _moved(x.op, x.arg, x.src[0].shape, st))]
     if x.op is Ops.REDUCE_AXIS:
-      if not (sst := st.simplify()).contiguous or sst.shape != x.shape:
+      if x in self.own_axes: return [(x.src[0], self.row_view(x, st))]
+      if not (sst := st.simplify()).contiguous or sst.shape != x.shape + self.pad:
         raise RuntimeError(f"internal: reduce {x.shape} reached through a view {st}; the grouper should have realized it")
-      return [(x.src[0], ShapeTracker.from_shape(x.src[0].shape))]
+      return [(x.src[0], ShapeTracker.from_shape(x.src[0].shape + self.pad))]
     if x.op in GroupOp.ALU or x.op in (Ops.CAST, Ops.BITCAST): return [(s, st) for s in x.src]
     raise RuntimeError(f"can't put {x.op} in a kernel")
+
+  def row_view(self, r:UOp, st:ShapeTracker) -> ShapeTracker:
+    # the view of a row reduce's input: each kernel axis that indexes one of r's kept axes indexes it in the input too, r's reduced axes
+    # come from its own kernel axes, and the axes r's value doesn't depend on are 1 (so every reader builds the same reduce)
+    v = st.simplify().views
+    xshape, own = r.src[0].shape, self.own_axes[r]
+    rstrides, xstrides = strides_for_shape(r.shape), strides_for_shape(xshape)
+    if len(v) != 1 or v[0].mask is not None or v[0].offset != 0: raise RuntimeError(f"internal: row reduce {r.shape} reached through {st}")
+    shape: list[sint] = []
+    strides: list[sint] = []
+    used: list[int] = []
+    for d, (sh, sd) in enumerate(zip(v[0].shape, v[0].strides)):
+      if d in own: sh, sd = xshape[a := r.axis_arg[own.index(d)]], xstrides[a]
+      elif sd != 0 and sh != 1:
+        kept = [a for a in range(len(r.shape)) if rstrides[a] == sd and r.shape[a] == sh and a not in used]
+        if not kept: raise RuntimeError(f"internal: row reduce {r.shape} reached through {st}")
+        used.append(kept[0])
+        sd = xstrides[kept[0]]
+      else: sh, sd = 1, 0
+      shape.append(sh)
+      strides.append(sd)
+    if sorted(used) != [a for a, s in enumerate(r.shape) if s != 1]: raise RuntimeError(f"internal: row reduce {r.shape} reached through {st}")
+    return ShapeTracker((View.create(tuple(shape), tuple(strides)),))
 
   def build_value(self, start:UOp, start_st:ShapeTracker) -> UOp:
     # iterative post-order over (node, view) pairs, so a 10,000-op chain needs no recursion
@@ -105,5 +137,5 @@ class KernelBuilder:
           zero = UOp(Ops.CONST, x.dtype, (self.view(ShapeTracker.from_shape(sst.shape)),), dtypes.as_const(0, x.dtype))
           ret = UOp(Ops.WHERE, x.dtype, (UOp(Ops.VALID, dtypes.bool, (self.view(sst),)), ret, zero))
         memo[(x, st)] = ret
-      else: memo[(x, st)] = UOp(x.op, x.dtype, tuple(srcs), x.arg)
+      else: memo[(x, st)] = UOp(x.op, x.dtype, tuple(srcs), (x.arg[0], self.own_axes[x]) if x in self.own_axes else x.arg)
     return memo[(start, start_st)]

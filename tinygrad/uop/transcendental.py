@@ -220,9 +220,7 @@ def xexp(d:UOp) -> UOp:
   dt = d.dtype.scalar()
   f64 = _is64(dt)
   ln2 = _frac(_ln2_fixed())
-  keep = mantissa_bits(dt) + 1 - (12 if f64 else 9)   # ln2's high part: |k| < 2**12 (2**9) times it is exact
-  hi = math.ldexp(round(math.ldexp(float(ln2), keep)), -keep)
-  lo = _rnd(ln2 - Fraction(hi), dt)
+  hi, lo = _ln2_parts(dt)
   kmin, kmax = (-1075.0, 1024.0) if f64 else (-150.0, 128.0)
   t = d * _rnd(1 / ln2, dt)
   # floor(t + 1/2), t rounded to nearest, as a TRUNC of a value that is positive wherever the result is above kmin (no select)
@@ -232,9 +230,26 @@ def xexp(d:UOp) -> UOp:
   r = (d - k * hi) - k * lo
   r = (r < -0.71).where(-0.71, r)
   r = (_fc(r, 0.71) < r).where(0.71, r)
+  return ldexp2k(_poly(r, _exp_taylor(dt)), k.cast(int_type(k.dtype)))
+
+def _ln2_parts(dt:DType) -> tuple[float, float]:
+  # ln2 = hi + lo, hi with enough trailing zeros that k*hi is exact for |k| < 2**12 (float64) / 2**9 (float32)
+  ln2, keep = _frac(_ln2_fixed()), mantissa_bits(dt) + 1 - (12 if _is64(dt) else 9)
+  hi = math.ldexp(round(math.ldexp(float(ln2), keep)), -keep)
+  return hi, _rnd(ln2 - Fraction(hi), dt)
+
+def _exp_taylor(dt:DType) -> list[float]:
   # Taylor terms until the first left out, on |r| <= ln2/2, is below 2**-(mantissa bits + 5)
   n = next(n for n in range(4, 30) if 0.3466**(n+1) / math.factorial(n+1) < 2.0**-(mantissa_bits(dt) + 5))
-  return ldexp2k(_poly(r, [_rnd(Fraction(1, math.factorial(i)), dt) for i in range(n, -1, -1)]), k.cast(int_type(k.dtype)))
+  return [_rnd(Fraction(1, math.factorial(i)), dt) for i in range(n, -1, -1)]
+
+def _exp_of_bounded(a:UOp) -> UOp:
+  """e**a for 0 <= a <= 64 (or nan): xexp without its clamps and with one power-of-two factor (2**k is a normal number here)"""
+  hi, lo = _ln2_parts(a.dtype.scalar())
+  # a >= 0: the cast rounds down; a nan takes k = 92 (no nan reaches an int cast) and goes on through the polynomial
+  k = ((a < 64.0).where(a, 64.0) * _rnd(1 / _frac(_ln2_fixed()), a.dtype.scalar()) + 0.5).cast(int_type(a.dtype))
+  kf = k.cast(a.dtype)
+  return _poly((a - kf * hi) - kf * lo, _exp_taylor(a.dtype.scalar())) * pow2if(k, a.dtype)
 
 @functools.cache
 def _tanh_taylor(n:int) -> tuple[Fraction, ...]:
@@ -256,7 +271,10 @@ def xtanh(d:UOp) -> UOp:
   s2 = s * s
   # terms until the first left out is below 2**-55 (float64) / 2**-27 (float32) of x at x = 0.55
   series = s + s * (s2 * _poly(s2, [_rnd(c, dt) for c in reversed(_tanh_taylor(19 if _is64(dt) else 8)[1:])]))
-  big = 1.0 - 2.0 / (xexp(small.where(0.0, ax) * 2.0) + 1.0)
+  # past |d| = 10 (float32) / 19 (float64) tanh rounds to 1: e**2|d| is clamped there, so its exp needs no range handling
+  big_arg = small.where(0.0, ax) * 2.0
+  cap = 40.0 if _is64(dt) else 20.0
+  big = 1.0 - 2.0 / (_exp_of_bounded((_fc(big_arg, cap) < big_arg).where(cap, big_arg)) + 1.0)
   r = small.where(series, big)
   return (r.bitcast(ut) | (d.bitcast(ut) & sign)).bitcast(d.dtype)   # >= 0 (or nan): d's sign put back
 
