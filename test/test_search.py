@@ -442,3 +442,33 @@ def test_cpu_program_reports_cpu_time():
     wall = time.perf_counter() - st
     assert tm is not None and 0 < tm <= wall, (opts, tm, wall)
     np.testing.assert_allclose(np.frombuffer(bufs[0].as_buffer(), dtype=np.float32).reshape(128, 128), want, rtol=1e-4, atol=1e-4)
+
+# ***** the first round: the heuristic's tile and blocks at other sizes; no tile that spills registers *****
+
+def _avx512_renderer():
+  import copy
+  from tinygrad.runtime.support.cpu_model import PROFILES
+  ren = copy.copy(Device[_device("CPU")].renderer)
+  ren.machine, ren.simd_bytes = PROFILES["avx512-2fma"], 64   # 32 registers of 16 floats, whatever this host is
+  return ren
+
+def test_variants_and_spills():
+  si, bufs, want = matmul_item(128, seed=9)
+  k = Kernel(si.ast, _avx512_renderer())
+  tile = [Opt(OptOps.UPCAST, 1, 32), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.UNROLL, 0, 2)]
+  k8 = k.copy()
+  for o in tile: k8.apply_opt(o)
+  assert not search._spills(k8)   # 8 rows x 2 registers: 16 accumulators
+  k16 = k8.copy()
+  k16.apply_opt(Opt(OptOps.UPCAST, 0, 2))
+  assert search._spills(k16)      # 16 x 2 = 32 accumulators: no room left for the loaded row
+  assert not any(a.applied_opts[-1] == Opt(OptOps.UPCAST, 0, 2) for a in get_kernel_actions(k8, include_0=False).values())
+  variants = search._variants(k, tile)
+  got = sorted(tuple((o.op, o.arg) for o in v.applied_opts) for v in variants)
+  # each changes one amount: lanes 16 (64 would be 8 x 4 = 32 accumulators: spills), rows 4 (16 spills), unroll off or 4
+  assert got == sorted([((OptOps.UPCAST, 16), (OptOps.UPCAST, 8), (OptOps.UNROLL, 2)), ((OptOps.UPCAST, 32), (OptOps.UPCAST, 4), (OptOps.UNROLL, 2)),
+                        ((OptOps.UPCAST, 32), (OptOps.UPCAST, 8)), ((OptOps.UPCAST, 32), (OptOps.UPCAST, 8), (OptOps.UNROLL, 4))]), got
+  # and every one computes the product
+  for v in variants:
+    prg = CompiledRunner(get_program(si.ast, Device["CPU"].renderer, v.applied_opts))
+    np.testing.assert_allclose(run(prg, si.ast, bufs)[0].reshape(128, 128), want, rtol=1e-4, atol=1e-4)

@@ -40,6 +40,23 @@ def _state(k:Kernel) -> tuple:
   # two opt lists that leave the same shape, axis kinds and views make the same program (NOLOCALS only closes off the workgroup opts)
   return (k.full_shape, tuple(k.axis_types), tuple(k.sts), k.dont_use_locals)
 
+def _spills(k:Kernel) -> bool:
+  # a reduce's upcast outputs are its accumulators: more than the machine model's vector registers hold (less a loaded row and a
+  # broadcast) spill to the stack in the inner loop, and are never the fastest
+  if (m := k.opts.machine) is None or not k.reduceops or not k.opts.vector_alu_lanes: return False
+  return prod(k.full_shape[a] for a in k.axes_of(AxisType.UPCAST)) * max(r.dtype.itemsize for r in k.reduceops) > (m.vector_regs - 2) * m.simd_bytes
+
+def _variants(k:Kernel, opts:list[Opt]) -> list[Kernel]:
+  """The heuristic's opt list with one UPCAST, UNROLL or BLOCK amount halved or doubled: register tiles and cache blocks of other sizes,
+  which opts added to the heuristic's kernel can't reach."""
+  ret: list[Kernel] = []
+  for i, o in enumerate(opts):
+    if o.op not in (OptOps.UPCAST, OptOps.UNROLL, OptOps.BLOCK) or not isinstance(o.arg, int) or o.arg < 2: continue
+    for arg in (o.arg // 2, o.arg * 2):
+      if (v := _rebuild(k, k.applied_opts + opts[:i] + ([replace(o, arg=arg)] if arg > 1 else []) + opts[i+1:])) is not None and not _spills(v):
+        ret.append(v)
+  return ret
+
 def get_kernel_actions(k:Kernel, include_0:bool=True) -> dict[int, Kernel]:
   """Every kernel one legal action away from k, keyed by 1 + the action's index in `actions` (+ `local_actions` where the renderer has
   locals); with include_0, key 0 is k itself. Kernels over the BEAM_UPCAST_MAX / BEAM_LOCAL_MAX limits and duplicates are left out."""
@@ -50,7 +67,7 @@ def get_kernel_actions(k:Kernel, include_0:bool=True) -> dict[int, Kernel]:
     try: k2.apply_opt(a)
     except KernelOptError: continue
     # vector code holds a register's width of lanes in one register, so its register tiles may have that many times more upcast lanes
-    if k2.upcast_size > BEAM_UPCAST_MAX.value * (max(1, k2.opts.simd_bytes // 32) if k2.opts.vector_alu_lanes else 1): continue
+    if k2.upcast_size > BEAM_UPCAST_MAX.value * (max(1, k2.opts.simd_bytes // 32) if k2.opts.vector_alu_lanes else 1) or _spills(k2): continue
     local_sizes = [k2.full_shape[j] for j in k2.axes_of(AxisType.LOCAL, AxisType.GROUP_REDUCE)]   # lidx0 is the innermost
     if prod(local_sizes) > BEAM_LOCAL_MAX.value: continue
     if k2.opts.local_max is not None and any(s > m for s, m in zip(reversed(local_sizes), k2.opts.local_max)): continue
@@ -308,19 +325,24 @@ def _compile_all(kernels:list[Kernel], device:str, deadline:float, st:BeamStats,
 PLAYOFF_MARGIN, PLAYOFF_ROUNDS, PLAYOFF_SECONDS = 0.01, 5, 2.0
 
 _Entry = tuple[Kernel, float, tuple[ProgramSpec, bytes]|None]   # a kernel, its screening time, its program
-def _playoff(bench:_Bench, beam:list[_Entry], start:_Entry) -> tuple[Kernel, float]:
-  """The finalists (the beam and the kernel the search started from) run again, interleaved, best of a few runs each: on a loaded machine
-  one screening run can lose a time slice to another process, and the beam's front runner is the luckiest of many such runs."""
-  has_start = start[2] is not None
-  entries = [e for e in ([start] if has_start else []) + [e for e in beam if e[0] is not start[0]] if e[2] is not None]
-  if len(entries) < 2: return beam[0][0], beam[0][1]
+def _rerun(bench:_Bench, entries:list[_Entry], rounds:int) -> list[float]:
+  """Each entry's best of `rounds` more runs, interleaved, so a slow spell of the machine hits them all alike."""
   best, t0 = [math.inf] * len(entries), time.perf_counter()
-  for r in range(PLAYOFF_ROUNDS):
+  for r in range(rounds):
     for i, (_, _, prog) in enumerate(entries):
       assert prog is not None
       tm, err = bench.time(*prog, None, runs=1)
       best[i] = math.inf if err else min(best[i], tm)
     if r >= 1 and time.perf_counter() - t0 > PLAYOFF_SECONDS: break
+  return best
+
+def _playoff(bench:_Bench, beam:list[_Entry], start:_Entry) -> tuple[Kernel, float]:
+  """The finalists (the beam and the kernel the search started from) run again: on a loaded machine one screening run can lose a time
+  slice to another process, and the beam's front runner is the luckiest of many such runs."""
+  has_start = start[2] is not None
+  entries = [e for e in ([start] if has_start else []) + [e for e in beam if e[0] is not start[0]] if e[2] is not None]
+  if len(entries) < 2: return beam[0][0], beam[0][1]
+  best = _rerun(bench, entries, PLAYOFF_ROUNDS)
   i = min(range(len(entries)), key=lambda j: best[j])
   if has_start and best[i] > best[0] * (1 - PLAYOFF_MARGIN): i = 0
   return entries[i][0], best[i]
@@ -362,7 +384,9 @@ def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bo
   start, st.start_time = beam[0], beam[0][1]
   seen = {_state(x) for x in starts}
   min_progress = BEAM_MIN_PROGRESS.value / 1e3
-  cands: list[Kernel] = []
+  # the first round also tries the heuristic's tile and blocks at other sizes
+  cands = [v for v in (_variants(k, hk.applied_opts[len(k.applied_opts):]) if hk is not None else []) if _state(v) not in seen]
+  seen |= {_state(v) for v in cands}
   while time.perf_counter() < deadline:
     st.rounds += 1
     for bk, _, _ in beam:
@@ -391,9 +415,14 @@ def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bo
     if DEBUG >= 2 and timed:
       print(f"beam round {st.rounds:2d} {time.perf_counter()-t0:6.2f}s: {timed[0][1]*1e6:10.2f} us {len(cands):4d} candidates "
             f"{st.failures} failed {timed[0][0].colored_shape()} {timed[0][0].applied_opts}")
-    if gain > 0: beam = timed[:amt]
-    if gain <= max(min_progress, 0.02 * beam[0][1]): break
-    cands = []
+    if gain <= max(min_progress, 0.02 * beam[0][1]):
+      if gain > 0: beam = beam[:1] + timed[:amt]   # the playoff decides between them
+      break
+    # the round's winner against the beam's best again, side by side: a gain that doesn't hold up ends the search, and the playoff decides
+    if beam[0][2] is not None and (r := _rerun(bench, [beam[0], timed[0]], 2)) and r[0] - r[1] <= max(min_progress, 0.02 * r[0]):
+      beam = beam[:1] + timed[:amt]
+      break
+    beam, cands = timed[:amt], []
   best, st.best_time = _playoff(bench, beam, start)
   st.seconds = time.perf_counter() - t0
   if DEBUG >= 1:
