@@ -283,43 +283,48 @@ def _rebuild(k:Kernel, opts:list[Opt]) -> Kernel|None:
   except KernelOptError: return None   # a cache entry from older code that no longer applies: search again
   return ret
 
-def _compile_all(kernels:list[Kernel], device:str, deadline:float, st:BeamStats, show:bool) -> dict[int, tuple[ProgramSpec, bytes]]:
+def _compile_iter(kernels:list[Kernel], device:str, deadline:float, st:BeamStats, show:bool) -> Iterator[tuple[int, ProgramSpec, bytes]]:
+  """(index, program, lib) of each kernel that compiles, as the workers finish them: the caller times one while the rest compile."""
   ctx = {key: cv.value for key, cv in ContextVar._cache.items()}
   nodes, compiler, workers = _flatten(kernels[0].ast), Device[device].compiler, int(PARALLEL.value)
   portable = _portable(compiler) if workers >= 2 and len(kernels) >= 2 else None
   tasks = [(i, nodes, tuple(k.applied_opts), k.opts, portable or compiler, ctx) for i, k in enumerate(kernels)]
-  ret: dict[int, tuple[ProgramSpec, bytes]] = {}
-  def got(i:int, p:ProgramSpec|None, lib:bytes|None, err:str):
-    if p is None or lib is None:
-      if err == "timeout": st.timeouts += 1
-      else: st.compile_errors += 1
-      if BEAM_DEBUG: print(f"BEAM: {kernels[i].applied_opts} failed to compile: {err.splitlines()[0] if err else ''}")
-    else: ret[i] = (replace(p, ast=kernels[i].ast), lib)
+  def got(i:int, p:ProgramSpec|None, lib:bytes|None, err:str) -> tuple[int, ProgramSpec, bytes]|None:
+    if p is not None and lib is not None: return i, replace(p, ast=kernels[i].ast), lib
+    if err == "timeout": st.timeouts += 1
+    else: st.compile_errors += 1
+    if BEAM_DEBUG: print(f"BEAM: {kernels[i].applied_opts} failed to compile: {err.splitlines()[0] if err else ''}")
+    return None
   bar: tqdm = tqdm(total=len(tasks), desc="compile", disable=not show)
-  if portable is not None:
-    it = _get_pool(workers).imap_unordered(_compile, tasks)
-    try:
+  try:
+    if portable is not None:
+      it = _get_pool(workers).imap_unordered(_compile, tasks)
       for done in range(len(tasks)):
         # every compile is bounded by the workers' alarm, so a long silence means a worker died with its task
-        try: got(*it.next(timeout=max(min(deadline - time.perf_counter(), 2 * BEAM_COMPILE_TIMEOUT.value + 5), 0.05)))
+        try: ret = got(*it.next(timeout=max(min(deadline - time.perf_counter(), 2 * BEAM_COMPILE_TIMEOUT.value + 5), 0.05)))
         except multiprocessing.TimeoutError:
           # out of time (or a worker died): what compiled is timed, the rest are timeouts, and the stale queue goes with the pool
           st.timeouts += len(tasks) - done
           _close_pool()
           break
         bar.update(1)
-    except BaseException:
-      _close_pool()
-      raise
-  else:
-    for t in tasks:
-      if time.perf_counter() > deadline:
-        st.timeouts += 1
-        continue
-      got(*_compile(t))
-      bar.update(1)
-  bar.close()
-  return ret
+        if ret is not None: yield ret
+    else:
+      for t in tasks:
+        if time.perf_counter() > deadline:
+          st.timeouts += 1
+          continue
+        ret = got(*_compile(t))
+        bar.update(1)
+        if ret is not None: yield ret
+  except BaseException:
+    # an error, ^C, or a caller that stops early: the queued compiles go with the pool
+    if portable is not None: _close_pool()
+    raise
+  finally: bar.close()
+
+def _compile_all(kernels:list[Kernel], device:str, deadline:float, st:BeamStats, show:bool) -> dict[int, tuple[ProgramSpec, bytes]]:
+  return {i: (p, lib) for i, p, lib in _compile_iter(kernels, device, deadline, st, show)}
 
 # a finalist replaces the kernel the search started from (the heuristic's) only when it is this much faster in the playoff
 PLAYOFF_MARGIN, PLAYOFF_ROUNDS, PLAYOFF_SECONDS = 0.01, 5, 2.0
@@ -396,18 +401,21 @@ def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bo
         cands.append(k2)
     if not cands: break
     st.candidates += len(cands)
-    progs = _compile_all(cands, device, deadline, st, show)
     timed: list[_Entry] = []
-    for i in tqdm(sorted(progs), desc=f"beam round {st.rounds}", disable=not show):
+    # each candidate is timed as soon as it compiles, while the workers compile the rest (CPU time doesn't count their share of the cores)
+    bar: tqdm = tqdm(total=len(cands), desc=f"beam round {st.rounds}", disable=not show)
+    for i, p, lib in _compile_iter(cands, device, deadline, st, False):
+      bar.update(1)
       if time.perf_counter() > deadline: st.timeouts += 1; continue
-      tm, err = bench.time(*progs[i], early_stop=beam[0][1] * 3 if beam[0][1] < math.inf else None)
+      tm, err = bench.time(p, lib, early_stop=beam[0][1] * 3 if beam[0][1] < math.inf else None)
       if err:
         if err.startswith("mismatch"): st.mismatches += 1
         else: st.run_errors += 1
         if BEAM_DEBUG: print(f"BEAM: {cands[i].applied_opts} {err}")
         continue
       st.timed += 1
-      timed.append((cands[i], tm, progs[i]))
+      timed.append((cands[i], tm, (p, lib)))
+    bar.close()
     timed.sort(key=lambda x: x[1])
     # a faster kernel is always kept; the search goes on only while a round gains more than BEAM_MIN_PROGRESS and 2%: the best of many
     # noisy timings is biased low, so a smaller gain is as likely luck as a better kernel
