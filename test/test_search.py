@@ -414,3 +414,71 @@ def test_workers_never_rerun_the_users_script(tmp_path):
   ret = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
   assert ret.returncode == 0, ret.stderr
   assert ret.stdout.split() == ["RUN", "20.0"], ret.stdout + ret.stderr
+
+# ***** the playoff: a lucky screening run never replaces the heuristic's kernel *****
+
+class _FakeBench:
+  """Times 'programs' (names here) from a table of run times, and counts the runs."""
+  def __init__(self, times:dict[str, list[float]]): self.times, self.runs = {k: list(v) for k, v in times.items()}, []
+  def time(self, p, lib, early_stop, runs=3):
+    self.runs.append(p)
+    return self.times[p].pop(0), ""
+
+def _entry(name:str, screened:float): return (Kernel.__new__(Kernel), screened, (name, b""))
+
+def test_playoff_keeps_start_unless_really_faster():
+  start, lucky, better = _entry("start", 10.0), _entry("lucky", 5.0), _entry("better", 6.0)
+  # "lucky" was screened at 5.0 but really runs as fast as the start: the start stays, after interleaved reruns of both
+  bench = _FakeBench({"start": [10.0, 9.0, 9.5, 9.2, 9.1], "lucky": [9.6, 9.05, 9.4, 9.3, 9.2], "better": [8.0, 7.5, 7.9, 7.7, 7.6]})
+  k, t = search._playoff(bench, [lucky], start)   # type: ignore[arg-type]
+  assert k is start[0] and t == 9.0 and bench.runs[:4] == ["start", "lucky", "start", "lucky"]
+  # a finalist clearly faster in the reruns wins, with its rerun time
+  bench = _FakeBench({"start": [10.0, 9.0, 9.5, 9.2, 9.1], "lucky": [9.6, 9.05, 9.4, 9.3, 9.2], "better": [8.0, 7.5, 7.9, 7.7, 7.6]})
+  k, t = search._playoff(bench, [lucky, better], start)   # type: ignore[arg-type]
+  assert k is better[0] and t == 7.5
+  # nothing to compare: the beam is the start (no round gained), no reruns
+  bench = _FakeBench({})
+  assert search._playoff(bench, [start], start) == (start[0], 10.0) and bench.runs == []   # type: ignore[arg-type]
+
+def test_cpu_program_reports_cpu_time():
+  _device("CPU")
+  # the time a CPU kernel reports is the busiest thread's CPU time: never more than the wall time around the call, one thread or two
+  si, bufs, want = matmul_item(128, seed=8)
+  renderer = Device["CPU"].renderer
+  for opts in ([], [Opt(OptOps.THREAD, 0, 2)]):
+    prg = CompiledRunner(get_program(si.ast, renderer, opts))
+    st = time.perf_counter()
+    tm = prg([bufs[i] for i in prg.p.globals], {}, wait=True)
+    wall = time.perf_counter() - st
+    assert tm is not None and 0 < tm <= wall, (opts, tm, wall)
+    np.testing.assert_allclose(np.frombuffer(bufs[0].as_buffer(), dtype=np.float32).reshape(128, 128), want, rtol=1e-4, atol=1e-4)
+
+# ***** the first round: the heuristic's tile and blocks at other sizes; no tile that spills registers *****
+
+def _avx512_renderer():
+  import copy
+  from tinygrad.runtime.support.cpu_model import PROFILES
+  ren = copy.copy(Device[_device("CPU")].renderer)
+  ren.machine, ren.simd_bytes = PROFILES["avx512-2fma"], 64   # 32 registers of 16 floats, whatever this host is
+  return ren
+
+def test_variants_and_spills():
+  si, bufs, want = matmul_item(128, seed=9)
+  k = Kernel(si.ast, _avx512_renderer())
+  tile = [Opt(OptOps.UPCAST, 1, 32), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.UNROLL, 0, 2)]
+  k8 = k.copy()
+  for o in tile: k8.apply_opt(o)
+  assert not search._spills(k8)   # 8 rows x 2 registers: 16 accumulators
+  k16 = k8.copy()
+  k16.apply_opt(Opt(OptOps.UPCAST, 0, 2))
+  assert search._spills(k16)      # 16 x 2 = 32 accumulators: no room left for the loaded row
+  assert not any(a.applied_opts[-1] == Opt(OptOps.UPCAST, 0, 2) for a in get_kernel_actions(k8, include_0=False).values())
+  variants = search._variants(k, tile)
+  got = sorted(tuple((o.op, o.arg) for o in v.applied_opts) for v in variants)
+  # each changes one amount: lanes 16 (64 would be 8 x 4 = 32 accumulators: spills), rows 4 (16 spills), unroll off or 4
+  assert got == sorted([((OptOps.UPCAST, 16), (OptOps.UPCAST, 8), (OptOps.UNROLL, 2)), ((OptOps.UPCAST, 32), (OptOps.UPCAST, 4), (OptOps.UNROLL, 2)),
+                        ((OptOps.UPCAST, 32), (OptOps.UPCAST, 8)), ((OptOps.UPCAST, 32), (OptOps.UPCAST, 8), (OptOps.UNROLL, 4))]), got
+  # and every one computes the product
+  for v in variants:
+    prg = CompiledRunner(get_program(si.ast, Device["CPU"].renderer, v.applied_opts))
+    np.testing.assert_allclose(run(prg, si.ast, bufs)[0].reshape(128, 128), want, rtol=1e-4, atol=1e-4)
