@@ -230,6 +230,10 @@ def _sym_ne(a:sint, b:sint) -> bool:
   if isinstance(a, int) and isinstance(b, int): return a != b
   return resolve((sint_to_uop(a) - b).simplify().ne(0))
 
+def _uop_broadcast(u:UOp, shape:tuple[sint, ...]) -> UOp:
+  # u (its shape broadcastable to shape, numpy's rules) expanded to shape: Tensor._broadcast_to without its checks
+  return u if (us := u.shape) == shape else u.reshape((1,)*(len(shape)-len(us)) + us).expand(shape)
+
 def _broadcast_shape(what:str, *shapes:tuple[sint, ...]) -> tuple[sint, ...]:
   # numpy rules: align on the right, every dim equal or 1
   ndim = max(len(s) for s in shapes)
@@ -2737,15 +2741,23 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   def dot(self, w:Tensor) -> Tensor:
     """Matrix product with numpy's matmul rules: 1-D operands gain and lose a dim, batch dims broadcast."""
-    if self.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs at least 1-D tensors, got shapes {self.shape} and {w.shape}")
-    k_w = w.shape[-min(w.ndim, 2)]
-    if resolve(self.shape[-1] != k_w):
-      raise ValueError(f"matmul shapes {self.shape} and {w.shape} don't line up: {self.shape[-1]} (last dim) != {k_w} (dim {-min(w.ndim, 2)})")
-    out_dt = least_upper_dtype(self.dtype, w.dtype)
-    x = self.reshape(self.shape[:-1] + (1,)*min(self.ndim-1, w.ndim-1, 1) + self.shape[-1:])
-    wt = w.reshape(w.shape[:-2] + (1,)*min(self.ndim-1, w.ndim-1, 1) + w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
+    # built on UOps directly, the same graph as x.mul(wt).sum(-1) of Tensors: matmul is the op a training step calls most
+    xu, wu = self.uop, w.uop
+    xs, ws = xu.shape, wu.shape
+    if not xs or not ws: raise ValueError(f"matmul needs at least 1-D tensors, got shapes {xs} and {ws}")
+    k_w = ws[-(nw := min(len(ws), 2))]
+    if resolve(xs[-1] != k_w): raise ValueError(f"matmul shapes {xs} and {ws} don't line up: {xs[-1]} (last dim) != {k_w} (dim {-nw})")
+    if xu.device != wu.device: raise ValueError(f"mul: tensors are on different devices, {xu.device} and {wu.device}")
+    out_dt = least_upper_dtype(xu.dtype, wu.dtype)
+    one = (1,)*min(len(xs)-1, len(ws)-1, 1)
     # x: (..., n, 1, k) times wt: (..., 1, m, k), batch dims broadcasting, summed over k
-    return x.mul(wt).sum(-1, dtype=sum_acc_dtype(out_dt)).cast(out_dt)
+    x = xu.reshape(xs[:-1] + one + xs[-1:]).cast(out_dt)
+    order = list(range(len(ws[:-2] + one) + nw))
+    order[-1], order[-nw] = order[-nw], order[-1]
+    wt = wu.reshape(ws[:-2] + one + ws[-nw:]).permute(tuple(order)).cast(out_dt)
+    shape = _broadcast_shape("mul", x.shape, wt.shape)
+    prod_ = _uop_broadcast(x, shape).alu(Ops.MUL, _uop_broadcast(wt, shape)).cast(sum_acc_dtype(out_dt))
+    return Tensor(prod_.r(Ops.ADD, (len(shape)-1,)).reshape(shape[:-1]).cast(out_dt))
   def matmul(self, x:Tensor, reverse:bool=False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
   def linear(self, weight:Tensor, bias:Tensor|None=None) -> Tensor:
     """self @ weight + bias, with weight of shape (in, out); a 1-D weight scales elementwise."""
