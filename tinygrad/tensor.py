@@ -551,21 +551,28 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if self.ndim > len(new_shape) or any(resolve(s != 1) and resolve(s != ns) for s, ns in zip(self.shape[::-1], new_shape[::-1])):
       raise ValueError(f"can't broadcast shape {self.shape} to {tuple(new_shape)}")
     return Tensor(self.uop.reshape((1,)*(len(new_shape)-self.ndim) + self.shape).expand(tuple(new_shape)))
+  def _broadcasted_uops(self, y:Any, reverse:bool=False, what:str="elementwise op") -> tuple[UOp, UOp]:
+    # the two operands of an elementwise op as UOps of one dtype and shape (no Tensor is made for the casts and expands on the way)
+    xu, yu = self._uop, (y if isinstance(y, Tensor) else self.ufix(y))._uop
+    if reverse: xu, yu = yu, xu
+    if (xd := xu.device) != (yd := yu.device): raise ValueError(f"{what}: tensors are on different devices, {xd} and {yd}")
+    if (dt := xu.dtype) != yu.dtype:
+      dt = least_upper_dtype(dt, yu.dtype)
+      xu, yu = xu.cast(dt), yu.cast(dt)
+    if (xs := xu.shape) == (ys := yu.shape): return xu, yu
+    out_shape = _broadcast_shape(what, xs, ys)
+    return _uop_broadcast(xu, out_shape), _uop_broadcast(yu, out_shape)
   def _broadcasted(self, y:Any, reverse:bool=False, what:str="elementwise op") -> tuple[Tensor, Tensor]:
-    x, yt = self, self.ufix(y)
-    if reverse: x, yt = yt, x
-    if x.device != yt.device: raise ValueError(f"{what}: tensors are on different devices, {x.device} and {yt.device}")
-    dt = least_upper_dtype(x.dtype, yt.dtype)
-    x, yt = x.cast(dt), yt.cast(dt)
-    out_shape = _broadcast_shape(what, x.shape, yt.shape)
-    return x._broadcast_to(out_shape), yt._broadcast_to(out_shape)
+    xu, yu = self._broadcasted_uops(yt := self.ufix(y), reverse, what)
+    a, b = (yt, self) if reverse else (self, yt)
+    return (a if xu is a._uop else Tensor(xu)), (b if yu is b._uop else Tensor(yu))
   def alu(self, op:Ops, *src:Any) -> Tensor:
-    if not src: return Tensor(self.uop.alu(op))
+    if not src: return Tensor(self._uop.alu(op))
     if len(src) == 1:
-      x, y = self._broadcasted(src[0], what=(name := _OP_NAMES.get(op, op.name.lower())))
-      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(x.dtype):
-        raise NotSupportedError(f"{name} needs int or bool tensors, got {x.dtype}")
-      return Tensor(x.uop.alu(op, y.uop))
+      xu, yu = self._broadcasted_uops(src[0], what=(name := _OP_NAMES.get(op, op.name.lower())))
+      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(xu.dtype):
+        raise NotSupportedError(f"{name} needs int or bool tensors, got {xu.dtype}")
+      return Tensor(xu.alu(op, yu))
     if op is not Ops.WHERE or len(src) != 2: raise ValueError(f"unexpected {op} with {len(src)+1} operands")
     x, y = src[0]._broadcasted(src[1], what="where") if isinstance(src[0], Tensor) else self.ufix(src[1])._broadcasted(src[0], True, "where")
     shape = _broadcast_shape("where", self.shape, x.shape)

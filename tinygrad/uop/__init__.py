@@ -1,4 +1,4 @@
-from enum import auto, IntEnum, Enum
+from enum import auto, IntEnum, Enum, EnumMeta
 
 class FastEnum(IntEnum):
   # str(Ops.ADD) == "Ops.ADD" and comparisons are int comparisons (fast dict keys)
@@ -34,6 +34,14 @@ class Ops(FastEnum):
   WHERE = auto(); MULACC = auto()
 
   CONST = auto()
+
+# Python 3.11's EnumType has a __getattr__, which sends every `Ops.X` through a slow attribute hook (~0.4 us, and the compiler reads Ops
+# members millions of times). Ops gets a metaclass with EnumType's methods but without __getattr__ (which 3.12 dropped anyway).
+if "__getattr__" in EnumMeta.__dict__:
+  class _FastEnumType(type): pass
+  for _k, _v in EnumMeta.__dict__.items():
+    if _k not in ("__getattr__", "__dict__", "__weakref__", "__new__", "__prepare__", "__setattr__", "__delattr__"): setattr(_FastEnumType, _k, _v)
+  setattr(Ops, "__class__", _FastEnumType)
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.EXP, Ops.TANH, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIP, Ops.NEG, Ops.TRUNC}

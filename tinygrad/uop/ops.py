@@ -111,12 +111,14 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return visited
   def _cached(self, key:str, fxn:Callable[[UOp], Any]) -> Any:
     # per-node memo filled bottom-up in topological order, never recursing
-    if (ret := self.__dict__.get(key, _MISSING)) is not _MISSING: return ret
-    # the usual case, a new node over known ones, needs no walk
-    if all(key in s.__dict__ for s in self.src): self.__dict__[key] = fxn(self)
-    else:
-      for u in self.toposort(gate=lambda u: key not in u.__dict__): u.__dict__[key] = fxn(u)
-    return self.__dict__[key]
+    if (ret := (d := self.__dict__).get(key, _MISSING)) is not _MISSING: return ret
+    # the usual case, a new node over known ones, needs no walk (a loop, not all(): this runs for every node built)
+    for s in self.src:
+      if key not in s.__dict__:
+        for u in self.toposort(gate=lambda u: key not in u.__dict__): u.__dict__[key] = fxn(u)
+        return d[key]
+    d[key] = ret = fxn(self)
+    return ret
   @property
   def sparents(self) -> dict[UOp, None]: return self.toposort()
   def variables(self) -> list[UOp]:
@@ -214,7 +216,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def copy_to_device(self, device:str) -> UOp: return UOp(Ops.COPY, self.dtype, (self, UOp(Ops.DEVICE, arg=device)))
   def assign(self, x:UOp) -> UOp: return UOp(Ops.ASSIGN, self.dtype, (self, x))
   def r(self, op:Ops, axis:tuple[int, ...]) -> UOp:
-    axis = tuple(sorted(a for a in axis if resolve(self.shape[a] != 1)))
+    shape = self.shape
+    axis = tuple(sorted([a for a in axis if not (isinstance(s := shape[a], int) and s == 1) and resolve(s != 1)]))
     return self if not axis else UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, axis))
   def view(self, st) -> UOp: return UOp(Ops.VIEW, self.dtype, (self,), st)
   def valid(self, st) -> UOp: return UOp(Ops.VALID, dtypes.bool, (st.to_uop(),))
@@ -235,9 +238,9 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     ret.st  # noqa: B018 -- validate now, so a bad movement fails where it is written
     return ret
   def reshape(self, arg:tuple[sint, ...]) -> UOp:
-    return self if self.st is not None and self.shape == tuple(arg) else self._mop(Ops.RESHAPE, tuple(arg))
-  def permute(self, arg:tuple[int, ...]) -> UOp: return self if tuple(arg) == tuple(range(len(arg))) else self._mop(Ops.PERMUTE, tuple(arg))
-  def expand(self, arg:tuple[sint, ...]) -> UOp: return self if self.shape == tuple(arg) else self._mop(Ops.EXPAND, tuple(arg))
+    return self if (st := self.st) is not None and st.shape == (arg := tuple(arg)) else self._mop(Ops.RESHAPE, arg)
+  def permute(self, arg:tuple[int, ...]) -> UOp: return self if (arg := tuple(arg)) == tuple(range(len(arg))) else self._mop(Ops.PERMUTE, arg)
+  def expand(self, arg:tuple[sint, ...]) -> UOp: return self if self.shape == (arg := tuple(arg)) else self._mop(Ops.EXPAND, arg)
   def pad(self, arg:tuple[tuple[sint, sint], ...]) -> UOp:
     return self if all(resolve(b == 0) and resolve(e == 0) for b, e in arg) else self._mop(Ops.PAD, tuple(tuple(x) for x in arg))
   def shrink(self, arg:tuple[tuple[sint, sint], ...]) -> UOp:
