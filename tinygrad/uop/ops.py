@@ -1,7 +1,7 @@
 from __future__ import annotations
 import math, struct, weakref, functools, inspect, itertools, operator, enum
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple, Union
+from typing import Any, Callable, Iterator, NamedTuple, Union, TYPE_CHECKING, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.dtype import DType, PtrDType, dtypes, ConstType, truncate
@@ -66,13 +66,14 @@ class UOpMetaClass(type):
   # UOp's callback drops its entry unless a new UOp took the key meanwhile
   ucache: dict[tuple, weakref.ReferenceType[UOp]] = {}
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=tuple(), arg:Any=None):
-    key = (op, dtype, src, arg if arg is None or type(arg) is int else _argkey(arg))
+    key = (op, dtype, src, arg if arg is None or type(arg) is int or op in _PLAIN_ARG else _argkey(arg))
     if (ref := _ucache.get(key)) is not None and (ret := ref()) is not None: return ret
-    ret = cls.__new__(cls)
-    ret.op, ret.dtype, ret.src, ret.arg = op, dtype, src, arg
-    _ucache[key] = weakref.ref(ret, functools.partial(_drop_uop, key))
-    return ret
+    new: UOp = cast(Any, cls).__new__(cls)
+    new.op, new.dtype, new.src, new.arg = op, dtype, src, arg
+    _ucache[key] = weakref.ref(new, functools.partial(_drop_uop, key))
+    return new
 _ucache = UOpMetaClass.ucache
+_PLAIN_ARG = GroupOp.Movement | {Ops.REDUCE_AXIS, Ops.VIEW}   # args of ints, ops and ShapeTrackers: no float to keep apart
 def _drop_uop(key:tuple, ref:weakref.ReferenceType) -> None:
   if _ucache.get(key) is ref: del _ucache[key]
 
@@ -88,6 +89,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   dtype: DType
   src: tuple[UOp, ...]
   arg: Any
+  if TYPE_CHECKING:   # the metaclass builds UOps (and sets these fields) without calling __init__
+    def __init__(self, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=tuple(), arg:Any=None): ...
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg)
   def replace(self, **kwargs) -> UOp:
     new = (kwargs.pop("op", self.op), kwargs.pop("dtype", self.dtype), kwargs.pop("src", self.src), kwargs.pop("arg", self.arg))
@@ -114,9 +117,11 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     if (ret := (d := self.__dict__).get(key, _MISSING)) is not _MISSING: return ret
     # the usual case, a new node over known ones, needs no walk (a loop, not all(): this runs for every node built)
     for s in self.src:
-      if key not in s.__dict__:
-        for u in self.toposort(gate=lambda u: key not in u.__dict__): u.__dict__[key] = fxn(u)
-        return d[key]
+      if key not in (sd := s.__dict__):
+        if s.src:
+          for u in self.toposort(gate=lambda u: key not in u.__dict__): u.__dict__[key] = fxn(u)
+          return d[key]
+        sd[key] = fxn(s)   # a leaf (DEVICE, UNIQUE ...) needs no walk
     d[key] = ret = fxn(self)
     return ret
   @property
