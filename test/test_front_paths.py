@@ -123,6 +123,10 @@ class TestOpsEnum(unittest.TestCase):
     self.assertEqual(len(set(Ops)), len(Ops))
     self.assertTrue(Ops.ADD in {Ops.ADD: 1})
     with self.assertRaises(AttributeError): Ops.NOT_AN_OP  # noqa: B018
+  def test_members_stay(self):
+    with self.assertRaises(AttributeError): Ops.ADD = Ops.MUL  # type: ignore[misc]
+    with self.assertRaises(AttributeError): del Ops.ADD
+    self.assertEqual(Ops.ADD.name, "ADD")
 
 if __name__ == "__main__":
   unittest.main()

@@ -74,8 +74,8 @@ class UOpMetaClass(type):
     return new
 _ucache = UOpMetaClass.ucache
 _PLAIN_ARG = GroupOp.Movement | {Ops.REDUCE_AXIS, Ops.VIEW}   # args of ints, ops and ShapeTrackers: no float to keep apart
-def _drop_uop(key:tuple, ref:weakref.ReferenceType) -> None:
-  if _ucache.get(key) is ref: del _ucache[key]
+def _drop_uop(key:tuple, ref:weakref.ReferenceType, cache:dict=_ucache) -> None:   # (cache bound here: at exit the global may be gone)
+  if cache.get(key) is ref: del cache[key]
 
 _MISSING = object()   # a memo not filled in yet (None is a value: no shape, no device)
 
