@@ -174,9 +174,9 @@ def _nest(flat:list, shape:tuple[int, ...]) -> Any:
   step = prod(shape[1:])
   return [_nest(flat[i*step:(i+1)*step], shape[1:]) for i in range(shape[0])]
 
-def _const(value:ConstType, dtype:DType, device:str) -> UOp:
-  # a scalar of shape () on device, wrapped into the dtype's range like a cast (ops rely on this: -1 as uint32 is 0xffffffff)
-  return UOp.const(dtype, truncate.get(dtype, lambda x: x)(dtypes.as_const(value, dtype)), device, ())
+def _const(value:ConstType, dtype:DType, device:str, shape:tuple[sint, ...]=()) -> UOp:
+  # a scalar of shape () (or broadcast to shape) on device, wrapped into the dtype's range like a cast (ops rely on this: -1 as uint32 is 0xffffffff)
+  return UOp.const(dtype, truncate.get(dtype, lambda x: x)(dtypes.as_const(value, dtype)), device, shape)
 
 def _check_int_range(values:list, dtype:DType) -> None:
   # data written by the user never wraps silently, like numpy 2 and torch
@@ -226,15 +226,25 @@ def _sym_ne(a:sint, b:sint) -> bool:
   if isinstance(a, int) and isinstance(b, int): return a != b
   return resolve((sint_to_uop(a) - b).simplify().ne(0))
 
+def _uop_broadcast(u:UOp, shape:tuple[sint, ...]) -> UOp:
+  # u (its shape broadcastable to shape, numpy's rules) expanded to shape: Tensor._broadcast_to without its checks
+  return u if (us := u.shape) == shape else u.reshape((1,)*(len(shape)-len(us)) + us).expand(shape)
+
 def _broadcast_shape(what:str, *shapes:tuple[sint, ...]) -> tuple[sint, ...]:
   # numpy rules: align on the right, every dim equal or 1
+  if shapes.count(shapes[0]) == len(shapes): return tuple(shapes[0])
+  if len(shapes) == 2 and (not shapes[0] or not shapes[1]): return tuple(shapes[0] or shapes[1])   # a scalar meets a tensor
   ndim = max(len(s) for s in shapes)
   padded = [(1,)*(ndim-len(s)) + tuple(s) for s in shapes]
   out: list[sint] = []
   for dims in zip(*padded):
-    sizes = list(dict.fromkeys(d for d in dims if resolve(d != 1)))
-    if len(sizes) > 1: raise ValueError(f"{what}: shapes {' and '.join(str(tuple(s)) for s in shapes)} can't be broadcast together")
-    out.append(sizes[0] if sizes else 1)
+    size: sint = 1   # the one size other than 1 in dims (ints equal by value, symbolic sizes by identity), else 1
+    for d in dims:
+      if (d == 1 if isinstance(d, int) else not resolve(d != 1)) or d is size: continue
+      if isinstance(size, int) and size == 1: size = d
+      elif not (isinstance(d, int) and isinstance(size, int) and d == size):
+        raise ValueError(f"{what}: shapes {' and '.join(str(tuple(s)) for s in shapes)} can't be broadcast together")
+    out.append(size)
   return tuple(out)
 
 def _flat_to_pairs(padding:Sequence[int], ndim:int) -> tuple[tuple[int, int], ...]:
@@ -407,16 +417,22 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   # ***** data access *****
 
-  def _host_bytes(self) -> memoryview:
-    """The elements in row-major order, read back from a realized contiguous buffer (realizing one first if needed)."""
+  def _host_bytes(self, out:memoryview|None=None) -> memoryview:
+    """The elements in row-major order, read back from a realized contiguous buffer (realizing one first if needed), into out if given."""
     if self.numel() == 0: return memoryview(b"")
     from tinygrad.engine.realize import capturing, JitError
     if capturing and not self._same_in_every_replay():  # a value read while TinyJit captures would be stale in every replay
       raise JitError("TinyJit: tensor data (.numpy(), .item(), .tolist()) read inside a jitted function; return the Tensor and read it outside")
     t = self
-    if (buf := t._plain_buffer()) is None: buf = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()._plain_buffer()
+    if (buf := t._plain_buffer()) is None:
+      u = t.uop
+      while u.op is Ops.RESHAPE: u = u.src[0]
+      # a computed value (not a view of one) that no gradient needs is realized in place: its buffer then holds exactly these elements, a
+      # later read runs no kernel, and no other live graph is rewritten for a copy made only to be read
+      if u.op not in GroupOp.Movement and u.op is not Ops.BUFFER and not _grad_uops: buf = t.realize()._plain_buffer()
+      if buf is None: buf = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()._plain_buffer()
     if buf is None: raise RuntimeError(f"realize left {t.uop.op} over {t.uop.base.op}, expected a BUFFER with only RESHAPEs on top")
-    return buf.buffer.as_buffer()
+    return buf.buffer.as_buffer() if out is None else buf.buffer.copyout(out)
   def _same_in_every_replay(self) -> bool:
     # realized data that no kernel of the capture touches and no input of the jit holds (a constant, a weight read for its shape)
     from tinygrad.engine.realize import capturing, capturing_inputs
@@ -448,7 +464,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if _to_np_dtype(self.dtype) is None: return self.cast(dtypes.float32).numpy()
     if not all_int(self.shape): raise ValueError(f"numpy needs a concrete shape, got {self.shape}")
     if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(self.dtype))
-    return np.frombuffer(self._host_bytes(), dtype=_to_np_dtype(self.dtype)).reshape(self.shape)
+    # copied straight into the array's memory: no zero-filled staging buffer, one pass over the data
+    self._host_bytes(memoryview(cast(Any, ret := np.empty(self.shape, dtype=_to_np_dtype(self.dtype)))))
+    return ret
   def __float__(self) -> float: return float(self.item())
   def __int__(self) -> int: return int(self.item())
 
@@ -533,38 +551,52 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if isinstance(x, Tensor): return x
     # a bound Variable (or symbolic int maths on one) is an int scalar the kernel reads as an argument
     if isinstance(x, UOp): return Tensor.from_uop(x, device=self.device).cast(dtypes.default_int if self.dtype == dtypes.bool else self.dtype)
+    return Tensor(self._scalar_uop(x))
+  def _scalar_uop(self, x:Any, shape:tuple[sint, ...]=()) -> UOp:
+    # a Python scalar as a CONST of shape (broadcast), in this tensor's dtype unless it is a float meeting ints/bools or an int meeting bools
     if _is_numpy(x) and getattr(x, "shape", None) == (): x = x.item()
     if not isinstance(x, (bool, int, float)): raise TypeError(f"expected a Tensor or a Python scalar, got {type(x).__name__}")
-    own = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and not isinstance(x, float)) or isinstance(x, bool)
+    own = dtypes.is_float(dt := self.dtype) or (dtypes.is_int(dt) and not isinstance(x, float)) or isinstance(x, bool)
     if not isinstance(dev := self.device, str): raise NotImplementedError(f"scalars with tensors on several devices {dev}")
-    return Tensor(_const(x, self.dtype if own else dtypes.from_py(x), dev))
+    return _const(x, dt if own else dtypes.from_py(x), dev, shape)
   def _broadcast_to(self, new_shape:tuple[sint, ...]) -> Tensor:
     if self.shape == tuple(new_shape): return self
     if self.ndim > len(new_shape) or any(resolve(s != 1) and resolve(s != ns) for s, ns in zip(self.shape[::-1], new_shape[::-1])):
       raise ValueError(f"can't broadcast shape {self.shape} to {tuple(new_shape)}")
     return Tensor(self.uop.reshape((1,)*(len(new_shape)-self.ndim) + self.shape).expand(tuple(new_shape)))
+  def _broadcasted_uops(self, y:Any, reverse:bool=False, what:str="elementwise op") -> tuple[UOp, UOp]:
+    # the two operands of an elementwise op as UOps of one dtype and shape (no Tensor is made for the casts and expands on the way)
+    xu = self._uop
+    # a Python scalar becomes a CONST already of this tensor's shape (the usual x*2, x+1): no Tensor and no broadcast for it
+    if isinstance(y, Tensor): yu = y._uop
+    elif isinstance(y, UOp) or not all_int(xs := xu.shape): yu = self.ufix(y)._uop
+    else: yu = self._scalar_uop(y, xs)
+    if reverse: xu, yu = yu, xu
+    if (xd := xu.device) != (yd := yu.device): raise ValueError(f"{what}: tensors are on different devices, {xd} and {yd}")
+    if (dt := xu.dtype) != yu.dtype:
+      dt = least_upper_dtype(dt, yu.dtype)
+      xu, yu = xu.cast(dt), yu.cast(dt)
+    if (xs := xu.shape) == (ys := yu.shape): return xu, yu
+    out_shape = _broadcast_shape(what, xs, ys)
+    return _uop_broadcast(xu, out_shape), _uop_broadcast(yu, out_shape)
   def _broadcasted(self, y:Any, reverse:bool=False, what:str="elementwise op") -> tuple[Tensor, Tensor]:
-    x, yt = self, self.ufix(y)
-    if reverse: x, yt = yt, x
-    if x.device != yt.device: raise ValueError(f"{what}: tensors are on different devices, {x.device} and {yt.device}")
-    dt = least_upper_dtype(x.dtype, yt.dtype)
-    x, yt = x.cast(dt), yt.cast(dt)
-    out_shape = _broadcast_shape(what, x.shape, yt.shape)
-    return x._broadcast_to(out_shape), yt._broadcast_to(out_shape)
+    xu, yu = self._broadcasted_uops(yt := self.ufix(y), reverse, what)
+    a, b = (yt, self) if reverse else (self, yt)
+    return (a if xu is a._uop else Tensor(xu)), (b if yu is b._uop else Tensor(yu))
   def alu(self, op:Ops, *src:Any) -> Tensor:
-    if not src: return Tensor(self.uop.alu(op))
+    if not src: return Tensor(self._uop.alu(op))
     if len(src) == 1:
-      x, y = self._broadcasted(src[0], what=(name := _OP_NAMES.get(op, op.name.lower())))
-      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(x.dtype):
-        raise NotSupportedError(f"{name} needs int or bool tensors, got {x.dtype}")
-      return Tensor(x.uop.alu(op, y.uop))
+      xu, yu = self._broadcasted_uops(src[0], what=(name := _OP_NAMES.get(op, op.name.lower())))
+      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(xu.dtype):
+        raise NotSupportedError(f"{name} needs int or bool tensors, got {xu.dtype}")
+      return Tensor(xu.alu(op, yu))
     if op is not Ops.WHERE or len(src) != 2: raise ValueError(f"unexpected {op} with {len(src)+1} operands")
-    x, y = src[0]._broadcasted(src[1], what="where") if isinstance(src[0], Tensor) else self.ufix(src[1])._broadcasted(src[0], True, "where")
+    x, y = src[0]._broadcasted_uops(src[1], what="where") if isinstance(src[0], Tensor) else \
+      self.ufix(src[1])._broadcasted_uops(src[0], True, "where")
     shape = _broadcast_shape("where", self.shape, x.shape)
-    cond = self.cast(dtypes.bool)._broadcast_to(shape)
-    x, y = x._broadcast_to(shape), y._broadcast_to(shape)
-    if len({cond.device, x.device}) > 1: raise ValueError(f"where: tensors are on different devices, {cond.device} and {x.device}")
-    return Tensor(cond.uop.alu(Ops.WHERE, x.uop, y.uop))
+    cond, x, y = _uop_broadcast(self._uop.cast(dtypes.bool), shape), _uop_broadcast(x, shape), _uop_broadcast(y, shape)
+    if cond.device != x.device: raise ValueError(f"where: tensors are on different devices, {cond.device} and {x.device}")
+    return Tensor(cond.alu(Ops.WHERE, x, y))
   def where(self, x:Any, y:Any) -> Tensor:
     """Elementwise `x if self else y`; self is cast to bool."""
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
@@ -773,8 +805,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return self.clamp(min_, max_, min=min, max=max)
 
   # a <= b as not(b < a) would be true for nan: floats ask for < or ==
-  def le(self, x:Any) -> Tensor: return self.lt(x) | self.eq(x) if dtypes.is_float(self._broadcasted(x)[0].dtype) else self.gt(x).logical_not()
-  def ge(self, x:Any) -> Tensor: return self.gt(x) | self.eq(x) if dtypes.is_float(self._broadcasted(x)[0].dtype) else self.lt(x).logical_not()
+  def le(self, x:Any) -> Tensor: return self.lt(x) | self.eq(x) if dtypes.is_float(self._broadcasted_uops(x)[0].dtype) else self.gt(x).logical_not()
+  def ge(self, x:Any) -> Tensor: return self.gt(x) | self.eq(x) if dtypes.is_float(self._broadcasted_uops(x)[0].dtype) else self.lt(x).logical_not()
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool).ne(True)
   def logical_and(self, x:Any) -> Tensor: return self.cast(dtypes.bool).bitwise_and(self.ufix(x).cast(dtypes.bool))
   def logical_or(self, x:Any) -> Tensor: return self.cast(dtypes.bool).bitwise_or(self.ufix(x).cast(dtypes.bool))
@@ -1398,8 +1430,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return tuple(sorted(axes)) if self.ndim else ()
   def _reduce(self, op:Ops, axis:int|Sequence[int]|None=None, keepdim:bool=False, name:str="reduce") -> Tensor:
     axes = self._reduce_axes(axis, name)
-    ret = Tensor(self.uop.r(op, axes))
-    return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+    ret = (u := self._uop).r(op, axes)
+    return Tensor(ret if keepdim else ret.reshape(tuple([s for i, s in enumerate(u.shape) if i not in axes])))
   def _check_nonempty(self, name:str, axis:int|Sequence[int]|None) -> None:
     if any(resolve(self.shape[a] == 0) for a in self._reduce_axes(axis, name)):
       raise EmptyReduceError(f"{name} of a tensor of shape {self.shape} over axis {axis}: a dim of size 0 has no {name}")
@@ -2727,15 +2759,23 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   def dot(self, w:Tensor) -> Tensor:
     """Matrix product with numpy's matmul rules: 1-D operands gain and lose a dim, batch dims broadcast."""
-    if self.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs at least 1-D tensors, got shapes {self.shape} and {w.shape}")
-    k_w = w.shape[-min(w.ndim, 2)]
-    if resolve(self.shape[-1] != k_w):
-      raise ValueError(f"matmul shapes {self.shape} and {w.shape} don't line up: {self.shape[-1]} (last dim) != {k_w} (dim {-min(w.ndim, 2)})")
-    out_dt = least_upper_dtype(self.dtype, w.dtype)
-    x = self.reshape(self.shape[:-1] + (1,)*min(self.ndim-1, w.ndim-1, 1) + self.shape[-1:])
-    wt = w.reshape(w.shape[:-2] + (1,)*min(self.ndim-1, w.ndim-1, 1) + w.shape[-min(w.ndim, 2):]).transpose(-1, -min(w.ndim, 2))
+    # built on UOps directly, the same graph as x.mul(wt).sum(-1) of Tensors: matmul is the op a training step calls most
+    xu, wu = self.uop, w.uop
+    xs, ws = xu.shape, wu.shape
+    if not xs or not ws: raise ValueError(f"matmul needs at least 1-D tensors, got shapes {xs} and {ws}")
+    k_w = ws[-(nw := min(len(ws), 2))]
+    if resolve(xs[-1] != k_w): raise ValueError(f"matmul shapes {xs} and {ws} don't line up: {xs[-1]} (last dim) != {k_w} (dim {-nw})")
+    if xu.device != wu.device: raise ValueError(f"mul: tensors are on different devices, {xu.device} and {wu.device}")
+    out_dt = least_upper_dtype(xu.dtype, wu.dtype)
+    one = (1,)*min(len(xs)-1, len(ws)-1, 1)
     # x: (..., n, 1, k) times wt: (..., 1, m, k), batch dims broadcasting, summed over k
-    return x.mul(wt).sum(-1, dtype=sum_acc_dtype(out_dt)).cast(out_dt)
+    x = xu.reshape(xs[:-1] + one + xs[-1:]).cast(out_dt)
+    order = list(range(len(ws[:-2] + one) + nw))
+    order[-1], order[-nw] = order[-nw], order[-1]
+    wt = wu.reshape(ws[:-2] + one + ws[-nw:]).permute(tuple(order)).cast(out_dt)
+    shape = _broadcast_shape("mul", x.shape, wt.shape)
+    prod_ = _uop_broadcast(x, shape).alu(Ops.MUL, _uop_broadcast(wt, shape)).cast(sum_acc_dtype(out_dt))
+    return Tensor(prod_.r(Ops.ADD, (len(shape)-1,)).reshape(shape[:-1]).cast(out_dt))
   def matmul(self, x:Tensor, reverse:bool=False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
   def linear(self, weight:Tensor, bias:Tensor|None=None) -> Tensor:
     """self @ weight + bias, with weight of shape (in, out); a 1-D weight scales elementwise."""

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """First-light benchmark: this library against numpy (and torch when installed) in one run, on the default device.
-Usage: python3 extra/bench/bench_core.py [--quick] [--elementwise] [--torch-compile] [--one-thread]
+Usage: python3 extra/bench/bench_core.py [--quick] [--elementwise] [--torch-compile] [--one-thread] [--e2e]
   --elementwise: only the elementwise table; --torch-compile: add torch.compile (Inductor) for the fused rows (its first compile is slow)
   --one-thread: one thread on every side, timed as process CPU time (fair on a loaded machine): each row end to end (build the graph,
     schedule, run, as a user calls it) and kernels only, against torch eager (numpy for matmul), and the per-call cost of small graphs
+  --e2e: only GEMM 256 and 512 end to end against numpy (a new graph each call, .realize() and .numpy()), and the Python around a kernel
+    (with --one-thread: one thread on every side, timed as process CPU time)
 The machine's FMA peak and memory bandwidth are measured first (CPU), and every row says how close it gets to the one that bounds it."""
 import ctypes, os, sys, time, statistics
 if "--one-thread" in sys.argv:   # before numpy and tinygrad read them
@@ -240,7 +242,47 @@ def one_thread():
   print("\nper call, graphs seen before (schedule cache hit, kernels compiled): " + ", ".join(
     f"{name} {statistics.median([cpu(lambda: [f() for _ in range(100)]) for _ in range(3)])*1e4:.0f} us" for name, f in small))
 
+def end_to_end():
+  """GEMM 256 and 512 as a user writes them: (a @ b) built anew on every call, scheduled (plan cache hit), run, and .realize()d or read back
+  with .numpy(), against numpy's a @ b (which allocates its result each call too). Per call: the median of many calls, and the median of the
+  faster half (what a call costs when no other process takes the core). Kernel only: the same kernel run without the Python around it."""
+  from tinygrad.engine.realize import lower_schedule
+  clock = time.process_time if "--one-thread" in sys.argv else time.perf_counter
+  def per_call(f, n) -> tuple[float, float]:
+    f()
+    ts = []
+    for _ in range(n):
+      st = clock()
+      f()
+      ts.append(clock() - st)
+    ts.sort()
+    return statistics.median(ts), statistics.median(ts[:len(ts)//2])
+  rng = np.random.default_rng(0)
+  print(f"end to end, {'one thread, process CPU time' if clock is time.process_time else f'{_threads()} threads, wall time'}, us per call "
+        "(median / median of the faster half); ratio = numpy time / ours (>1: ours faster)")
+  print(f"| {'case':12s} | {'ours .realize()':>17s} | {'ours .numpy()':>17s} | {'kernel only':>17s} | {'numpy a@b':>17s} | {'realize':>7s} | "
+        f"{'numpy()':>7s} |")
+  print("|" + "|".join("-"*(w+2) for w in (12, 17, 17, 17, 17, 7, 7)) + "|")
+  for n in (256, 512):
+    an, bn = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+    a, b = Tensor(an).realize(), Tensor(bn).realize()
+    np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-3, atol=1e-3)
+    eis = [ei for _, ei in lower_schedule((a @ b).schedule())]
+    for ei in eis: ei.bufs = [x.ensure_allocated() for x in ei.bufs]
+    calls = (400 if n == 256 else 100) // (4 if QUICK else 1)
+    r, nu, k, ref = (per_call(f, calls) for f in (lambda: (a @ b).realize(), lambda: (a @ b).numpy(), lambda: [ei.run() for ei in eis],
+                                                 lambda: an @ bn))
+    print(f"| {f'matmul {n}':12s} | " + " | ".join(f"{m*1e6:7.0f} / {f*1e6:7.0f}" for m, f in (r, nu, k, ref)) +
+          f" | {ref[0]/r[0]:6.2f}x | {ref[0]/nu[0]:6.2f}x |")
+  s = [Tensor(rng.standard_normal((16, 16), dtype=np.float32)).realize() for _ in range(3)]
+  small = [("a*b+c 16x16", lambda: (s[0]*s[1]+s[2]).realize()), ("relu 16x16", lambda: s[0].relu().realize()),
+           ("sum 16x16", lambda: s[0].sum().realize()), ("matmul 16x16", lambda: (s[0]@s[1]).realize())]
+  print("the Python around a kernel, graphs seen before, us per call: " + ", ".join(f"{name} {per_call(f, 500)[0]*1e6:.0f}" for name, f in small))
+
 if __name__ == "__main__":
+  if "--e2e" in sys.argv:
+    end_to_end()
+    sys.exit(0)
   if "--one-thread" in sys.argv:
     one_thread()
     sys.exit(0)

@@ -109,9 +109,9 @@ class ExecItem:
   metadata: tuple[Metadata, ...]|None = None
   fixedvars: dict[UOp, int] = field(default_factory=dict)
   def run(self, _var_vals:dict[UOp, int]|None=None, wait=False, jit=False, do_update_stats=True) -> float|None:
-    var_vals = self.fixedvars if _var_vals is None else {**_var_vals, **self.fixedvars}
-    bufs = [x.ensure_allocated() for x in self.bufs if x is not None]
-    et = self.prg(bufs, var_vals, wait=wait or DEBUG >= 2)
+    var_vals = self.fixedvars if not _var_vals else {**_var_vals, **self.fixedvars} if self.fixedvars else _var_vals
+    bufs = [x if hasattr(x, "_buf") else x.ensure_allocated() for x in self.bufs if x is not None]
+    et = self.prg(bufs, var_vals, wait=wait or (debug := DEBUG.value) >= 2)
     if do_update_stats:
       GlobalCounters.kernel_count += 1
       op_est, mem_est = self.prg.estimates.ops, self.prg.estimates.mem
@@ -119,7 +119,7 @@ class ExecItem:
       GlobalCounters.global_ops += op_est
       GlobalCounters.global_mem += mem_est
       if et is not None: GlobalCounters.time_sum_s += et
-      if DEBUG >= 2:
+      if debug >= 2:
         ptm = colored(f"{et*1e3:9.2f}ms", "yellow" if et > 0.01 else None) if et is not None else ""
         shape = self.prg.p.ast.arg.name if isinstance(self.prg, CompiledRunner) and self.prg.p.ast.arg is not None else ""
         color = 'magenta' if jit else ('green' if isinstance(self.prg, CompiledRunner) else None)

@@ -41,26 +41,36 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
   entries: list[Any] = []
   inputs: list[UOp] = []
   has_buf: list[bool] = []
-  stack: list[tuple[UOp, bool]] = [(sink, False)]
+  movement = GroupOp.Movement
+  # (explicit loops, no generators: this walk runs on every realize, plan cache hit or not)
+  stack: list[UOp] = [sink]
   while stack:
-    u, srcs_done = stack.pop()
-    if u in pos: continue
+    u = stack[-1]
+    if u in pos:
+      stack.pop()
+      continue
     if u.op is Ops.BUFFER:
       entries.append((Ops.BUFFER, u.dtype, u.arg, u.src[1].arg, len(inputs)))
       has_buf.append(True)
       inputs.append(u)
-    elif not srcs_done:
-      stack.append((u, True))
-      stack.extend((s, False) for s in reversed(u.src) if s not in pos)
-      continue
-    elif any(has_buf[pos[s]] for s in u.src):
-      # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement args are ints)
-      arg = u.arg if u.arg is None or type(u.arg) is int or u.op in GroupOp.Movement else _argkey(u.arg)
-      entries.append((u.op, u.dtype, arg, tuple(pos[s] for s in u.src)))
-      has_buf.append(True)
     else:
-      entries.append(u)
-      has_buf.append(False)
+      n = len(stack)
+      for s in reversed(u.src):
+        if s not in pos: stack.append(s)
+      if len(stack) != n: continue
+      src_pos, any_buf = [], False
+      for s in u.src:
+        src_pos.append(i := pos[s])
+        any_buf = any_buf or has_buf[i]
+      if any_buf:
+        # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement args are ints)
+        arg = u.arg if u.arg is None or type(u.arg) is int or u.op in movement else _argkey(u.arg)
+        entries.append((u.op, u.dtype, arg, tuple(src_pos)))
+        has_buf.append(True)
+      else:
+        entries.append(u)
+        has_buf.append(False)
+    stack.pop()
     pos[u] = len(entries) - 1
   return list(pos), inputs, tuple(entries)
 

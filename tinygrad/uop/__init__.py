@@ -1,4 +1,4 @@
-from enum import auto, IntEnum, Enum
+from enum import auto, IntEnum, Enum, EnumMeta
 
 class FastEnum(IntEnum):
   # str(Ops.ADD) == "Ops.ADD" and comparisons are int comparisons (fast dict keys)
@@ -34,6 +34,20 @@ class Ops(FastEnum):
   WHERE = auto(); MULACC = auto()
 
   CONST = auto()
+
+# Python 3.11's EnumType has a __getattr__, which sends every `Ops.X` through a slow attribute hook (~0.4 us, and the compiler reads Ops
+# members millions of times). Ops gets a metaclass with EnumType's methods but without __getattr__ (which 3.12 dropped anyway).
+if "__getattr__" in EnumMeta.__dict__:
+  class _FastEnumType(type):
+    def __setattr__(cls, name:str, value):
+      if name in cls.__dict__.get("_member_map_", {}): raise AttributeError(f"cannot reassign member {name!r}")
+      type.__setattr__(cls, name, value)
+    def __delattr__(cls, name:str):
+      if name in cls.__dict__.get("_member_map_", {}): raise AttributeError(f"cannot delete member {name!r}")
+      type.__delattr__(cls, name)
+  for _k, _v in EnumMeta.__dict__.items():
+    if _k not in ("__getattr__", "__dict__", "__weakref__", "__new__", "__prepare__", "__setattr__", "__delattr__"): setattr(_FastEnumType, _k, _v)
+  setattr(Ops, "__class__", _FastEnumType)
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.EXP, Ops.TANH, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIP, Ops.NEG, Ops.TRUNC}

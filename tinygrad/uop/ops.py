@@ -1,7 +1,7 @@
 from __future__ import annotations
 import math, struct, weakref, functools, inspect, itertools, operator, enum
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple, Union
+from typing import Any, Callable, Iterator, NamedTuple, Union, TYPE_CHECKING, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.dtype import DType, PtrDType, dtypes, ConstType, truncate
@@ -53,19 +53,31 @@ def exec_alu(op:Ops, dtype:DType, operands, truncate_output=True):
 
 def _argkey(arg:Any) -> Any:
   # 0.0 == -0.0 and nan != nan: keep floats apart by their bits so hash-consing never merges distinct constants
+  if arg is None or type(arg) is int: return arg   # (the common cases first: this runs for every UOp built)
   if isinstance(arg, float): return (float, struct.pack("<d", arg))
   if isinstance(arg, bool): return (bool, arg)   # True == 1, but a bool CONST is not an int one
-  if isinstance(arg, tuple) and any(isinstance(a, float) for a in arg): return tuple(_argkey(a) for a in arg)
+  if isinstance(arg, tuple):
+    for a in arg:
+      if isinstance(a, float): return tuple(_argkey(a) for a in arg)
   return arg
 
 class UOpMetaClass(type):
-  ucache: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
+  # key -> weak reference to the UOp. A plain dict of weakrefs (not a WeakValueDictionary, whose get and set are Python code): a dead
+  # UOp's callback drops its entry unless a new UOp took the key meanwhile
+  ucache: dict[tuple, weakref.ReferenceType[UOp]] = {}
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=tuple(), arg:Any=None):
-    key = (op, dtype, src, _argkey(arg))
-    if (ret := UOpMetaClass.ucache.get(key)) is not None: return ret
-    ret = super().__call__(op, dtype, src, arg)
-    UOpMetaClass.ucache[key] = ret
-    return ret
+    key = (op, dtype, src, arg if arg is None or type(arg) is int or op in _PLAIN_ARG else _argkey(arg))
+    if (ref := _ucache.get(key)) is not None and (ret := ref()) is not None: return ret
+    new: UOp = cast(Any, cls).__new__(cls)
+    new.op, new.dtype, new.src, new.arg = op, dtype, src, arg
+    _ucache[key] = weakref.ref(new, functools.partial(_drop_uop, key))
+    return new
+_ucache = UOpMetaClass.ucache
+_PLAIN_ARG = GroupOp.Movement | {Ops.REDUCE_AXIS, Ops.VIEW}   # args of ints, ops and ShapeTrackers: no float to keep apart
+def _drop_uop(key:tuple, ref:weakref.ReferenceType, cache:dict=_ucache) -> None:   # (cache bound here: at exit the global may be gone)
+  if cache.get(key) is ref: del cache[key]
+
+_MISSING = object()   # a memo not filled in yet (None is a value: no shape, no device)
 
 # a Buffer for every BUFFER UOp that has one (weak, so graphs that die free their memory)
 buffers: weakref.WeakKeyDictionary[UOp, Any] = weakref.WeakKeyDictionary()
@@ -73,8 +85,12 @@ _unique_counter = itertools.count()
 
 class UOp(MathTrait, metaclass=UOpMetaClass):
   __slots__ = ("op", "dtype", "src", "arg", "__dict__", "__weakref__")
-  def __init__(self, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=tuple(), arg:Any=None):
-    self.op, self.dtype, self.src, self.arg = op, dtype, src, arg
+  op: Ops
+  dtype: DType
+  src: tuple[UOp, ...]
+  arg: Any
+  if TYPE_CHECKING:   # the metaclass builds UOps (and sets these fields) without calling __init__
+    def __init__(self, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=tuple(), arg:Any=None): ...
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg)
   def replace(self, **kwargs) -> UOp:
     new = (kwargs.pop("op", self.op), kwargs.pop("dtype", self.dtype), kwargs.pop("src", self.src), kwargs.pop("arg", self.arg))
@@ -98,12 +114,16 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return visited
   def _cached(self, key:str, fxn:Callable[[UOp], Any]) -> Any:
     # per-node memo filled bottom-up in topological order, never recursing
-    if key in self.__dict__: return self.__dict__[key]
-    # the usual case, a new node over known ones, needs no walk
-    if all(key in s.__dict__ for s in self.src): self.__dict__[key] = fxn(self)
-    else:
-      for u in self.toposort(gate=lambda u: key not in u.__dict__): u.__dict__[key] = fxn(u)
-    return self.__dict__[key]
+    if (ret := (d := self.__dict__).get(key, _MISSING)) is not _MISSING: return ret
+    # the usual case, a new node over known ones, needs no walk (a loop, not all(): this runs for every node built)
+    for s in self.src:
+      if key not in (sd := s.__dict__):
+        if s.src:
+          for u in self.toposort(gate=lambda u: key not in u.__dict__): u.__dict__[key] = fxn(u)
+          return d[key]
+        sd[key] = fxn(s)   # a leaf (DEVICE, UNIQUE ...) needs no walk
+    d[key] = ret = fxn(self)
+    return ret
   @property
   def sparents(self) -> dict[UOp, None]: return self.toposort()
   def variables(self) -> list[UOp]:
@@ -119,10 +139,11 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
 
   # *** shapes: every UOp with a shape has a ShapeTracker ***
   @property
-  def st(self): return self._cached("_st", _compute_st)
+  def st(self): return st if (st := self.__dict__.get("_st", _MISSING)) is not _MISSING else self._cached("_st", _compute_st)
   @property
   def shape(self) -> tuple[sint, ...]:
-    if (st := self.st) is None: raise ValueError(f"{self.op} has no shape")
+    if (st := self.__dict__.get("_st", _MISSING)) is _MISSING: st = self._cached("_st", _compute_st)
+    if st is None: raise ValueError(f"{self.op} has no shape")
     return st.shape
   @property
   def size(self) -> int: return self.arg if self.op is Ops.BUFFER else prod(self.shape)  # type: ignore[arg-type]
@@ -145,7 +166,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return u
   @property
   def device(self) -> str|tuple[str, ...]:
-    if (ret := self._cached("_device", _compute_device)) is None: raise ValueError(f"{self.op} has no device")
+    if (ret := self.__dict__.get("_device", _MISSING)) is _MISSING: ret = self._cached("_device", _compute_device)
+    if ret is None: raise ValueError(f"{self.op} has no device")
     return ret
   @staticmethod
   def new_buffer(device:str, size:int, dtype:DType) -> UOp:
@@ -199,7 +221,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def copy_to_device(self, device:str) -> UOp: return UOp(Ops.COPY, self.dtype, (self, UOp(Ops.DEVICE, arg=device)))
   def assign(self, x:UOp) -> UOp: return UOp(Ops.ASSIGN, self.dtype, (self, x))
   def r(self, op:Ops, axis:tuple[int, ...]) -> UOp:
-    axis = tuple(sorted(a for a in axis if resolve(self.shape[a] != 1)))
+    shape = self.shape
+    axis = tuple(sorted([a for a in axis if not (isinstance(s := shape[a], int) and s == 1) and resolve(s != 1)]))
     return self if not axis else UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, axis))
   def view(self, st) -> UOp: return UOp(Ops.VIEW, self.dtype, (self,), st)
   def valid(self, st) -> UOp: return UOp(Ops.VALID, dtypes.bool, (st.to_uop(),))
@@ -220,9 +243,9 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     ret.st  # noqa: B018 -- validate now, so a bad movement fails where it is written
     return ret
   def reshape(self, arg:tuple[sint, ...]) -> UOp:
-    return self if self.st is not None and self.shape == tuple(arg) else self._mop(Ops.RESHAPE, tuple(arg))
-  def permute(self, arg:tuple[int, ...]) -> UOp: return self if tuple(arg) == tuple(range(len(arg))) else self._mop(Ops.PERMUTE, tuple(arg))
-  def expand(self, arg:tuple[sint, ...]) -> UOp: return self if self.shape == tuple(arg) else self._mop(Ops.EXPAND, tuple(arg))
+    return self if (st := self.st) is not None and st.shape == (arg := tuple(arg)) else self._mop(Ops.RESHAPE, arg)
+  def permute(self, arg:tuple[int, ...]) -> UOp: return self if (arg := tuple(arg)) == tuple(range(len(arg))) else self._mop(Ops.PERMUTE, arg)
+  def expand(self, arg:tuple[sint, ...]) -> UOp: return self if self.shape == (arg := tuple(arg)) else self._mop(Ops.EXPAND, arg)
   def pad(self, arg:tuple[tuple[sint, sint], ...]) -> UOp:
     return self if all(resolve(b == 0) and resolve(e == 0) for b, e in arg) else self._mop(Ops.PAD, tuple(tuple(x) for x in arg))
   def shrink(self, arg:tuple[tuple[sint, sint], ...]) -> UOp:
@@ -292,33 +315,42 @@ def all_same_tuple(b:tuple) -> bool: return len(b) > 0 and all(x == b[0] and typ
 
 # ***** per-node computations used through UOp._cached *****
 
-def _compute_st(u:UOp):
+_ST_SPECIAL = {Ops.VIEW, Ops.BUFFER, Ops.CONST, Ops.VCONST, Ops.DEFINE_VAR, Ops.BIND, Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL, Ops.NOOP,
+               *GroupOp.Block, Ops.DEFINE_GLOBAL, Ops.DEFINE_LOCAL, Ops.DEFINE_ACC, Ops.DEFINE_REG, Ops.SPECIAL, Ops.INDEX, Ops.BARRIER, Ops.UNROLL,
+               Ops.CONTRACT, Ops.STORE, Ops.LOAD, Ops.VALID, Ops.COPY, Ops.REDUCE_AXIS, Ops.ASSIGN, Ops.CONTIGUOUS, Ops.DETACH,
+               Ops.CONTIGUOUS_BACKWARD, Ops.FUSE}
+# ShapeTrackers are immutable: the same movement of the same one (a graph rebuilt on every call) is looked up, not worked out again
+@functools.lru_cache(maxsize=8192)
+def _moved_st(st, op:Ops, arg:tuple):
+  return getattr(st, op.name.lower())(arg)
+@functools.lru_cache(maxsize=8192)
+def _contiguous_st(shape:tuple[sint, ...]):
   from tinygrad.shape.shapetracker import ShapeTracker
-  if u.op is Ops.VIEW: return u.arg
-  if u.op is Ops.BUFFER: return ShapeTracker.from_shape((u.arg,))
-  if u.op in GroupOp.Movement:
-    src_st = u.src[0].st
-    if src_st is None: raise ValueError(f"{u.op} on {u.src[0].op}, which has no shape")
-    return getattr(src_st, u.op.name.lower())(u.arg)
-  if u.op in (Ops.CONST, Ops.VCONST, Ops.DEFINE_VAR, Ops.BIND):
+  return ShapeTracker.from_shape(shape)
+
+def _compute_st(u:UOp):
+  if (op := u.op) in GroupOp.Movement:
+    if (src_st := u.src[0].st) is None: raise ValueError(f"{u.op} on {u.src[0].op}, which has no shape")
+    return _moved_st(src_st, op, u.arg)
+  if op not in _ST_SPECIAL:   # elementwise: every source with a shape has the same one
+    src_sts = [st for s in u.src if (st := s.st) is not None]
+    if not src_sts: return None
+    shape = src_sts[0].shape
+    for st in src_sts:
+      if st.shape != shape: raise ValueError(f"{u.op} needs sources of one shape, got {[st.shape for st in src_sts]}")
+    return _contiguous_st(shape)
+  if op is Ops.VIEW: return u.arg
+  if op is Ops.BUFFER: return _contiguous_st((u.arg,))
+  if op in (Ops.CONST, Ops.VCONST, Ops.DEFINE_VAR, Ops.BIND):
     if u.src and u.src[0].op is Ops.VIEW: return u.src[0].st
-    return ShapeTracker.from_shape(()) if u.src and u.src[0].op is Ops.DEVICE else None
-  if u.op in (Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL, Ops.NOOP) or u.op in GroupOp.Block: return None
-  if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_LOCAL, Ops.DEFINE_ACC, Ops.DEFINE_REG, Ops.SPECIAL, Ops.INDEX, Ops.BARRIER, Ops.UNROLL, Ops.CONTRACT):
-    return None
-  if u.op is Ops.STORE: return None
-  if u.op in (Ops.LOAD, Ops.VALID): return next((s.st for s in u.src if s.op is Ops.VIEW), None)
-  if u.op is Ops.COPY: return ShapeTracker.from_shape(u.src[0].shape)
-  if u.op is Ops.REDUCE_AXIS:
-    src_st = u.src[0].st
-    return ShapeTracker.from_shape(src_st.reduce(u.axis_arg))
-  src_sts = [s.st for s in u.src if s.st is not None]
-  if not src_sts: return None
-  if u.op is Ops.ASSIGN: return src_sts[0]
-  if u.op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE): return ShapeTracker.from_shape(src_sts[0].shape)
-  if not all(st.shape == src_sts[0].shape for st in src_sts):
-    raise ValueError(f"{u.op} needs sources of one shape, got {[st.shape for st in src_sts]}")
-  return ShapeTracker.from_shape(src_sts[0].shape)
+    return _contiguous_st(()) if u.src and u.src[0].op is Ops.DEVICE else None
+  if op in (Ops.LOAD, Ops.VALID): return next((s.st for s in u.src if s.op is Ops.VIEW), None)
+  if op is Ops.COPY: return _contiguous_st(u.src[0].shape)
+  if op is Ops.REDUCE_AXIS: return _contiguous_st(u.src[0].st.reduce(u.axis_arg))
+  if op in (Ops.ASSIGN, Ops.CONTIGUOUS, Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE):
+    if (src_st := next((st for s in u.src if (st := s.st) is not None), None)) is None: return None
+    return src_st if op is Ops.ASSIGN else _contiguous_st(src_st.shape)
+  return None   # DEVICE, UNIQUE, SINK, KERNEL, the kernel-level definitions, STORE ...: no shape
 
 def _compute_device(u:UOp) -> str|tuple[str, ...]|None:
   if u.op is Ops.DEVICE: return u.arg

@@ -1,0 +1,132 @@
+# the front end's fast paths (matmul and elementwise ops built on UOps, numpy() realizing in place, the UOp cache, Ops member access)
+# build the same graphs and give the same values as the general paths they shortcut
+import gc, pickle, unittest, weakref
+import numpy as np
+from tinygrad import Tensor, dtypes, GlobalCounters
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, UOpMetaClass
+from tinygrad.tensor import _broadcast_shape
+
+def _matmul_by_ops(x:Tensor, w:Tensor) -> Tensor:
+  # numpy's matmul as elementwise mul and sum over Tensors: the graph Tensor.dot builds directly on UOps
+  out_dt = dtypes.float32 if dtypes.is_float(x.dtype) or dtypes.is_float(w.dtype) else x.dtype
+  nw = min(w.ndim, 2)
+  one = (1,)*min(x.ndim-1, w.ndim-1, 1)
+  xr = x.reshape(x.shape[:-1] + one + x.shape[-1:])
+  wr = w.reshape(w.shape[:-2] + one + w.shape[-nw:]).transpose(-1, -nw)
+  return xr.mul(wr).sum(-1, dtype=dtypes.float32 if dtypes.is_float(out_dt) else dtypes.int32).cast(out_dt)
+
+class TestMatmulGraph(unittest.TestCase):
+  def test_same_graph_and_values(self):
+    rng = np.random.default_rng(0)
+    for xs, ws in [((5, 7), (7, 3)), ((7,), (7,)), ((4, 7), (7,)), ((7,), (7, 3)), ((2, 1, 5, 7), (3, 7, 4)), ((3, 5, 7), (7, 2))]:
+      xn, wn = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+      x, w = Tensor(xn), Tensor(wn)
+      c = x @ w
+      self.assertIs(c.uop, _matmul_by_ops(x, w).uop, f"{xs} @ {ws}")
+      np.testing.assert_allclose(c.numpy(), xn @ wn, rtol=1e-5, atol=1e-5)
+  def test_int_matmul(self):
+    a, b = np.arange(12, dtype=np.int32).reshape(3, 4), np.arange(8, dtype=np.int32).reshape(4, 2)
+    c = Tensor(a) @ Tensor(b)
+    self.assertEqual(c.dtype, dtypes.int32)
+    np.testing.assert_equal(c.numpy(), a @ b)
+  def test_errors(self):
+    with self.assertRaises(RuntimeError): Tensor.ones(3, 4) @ Tensor.ones(5, 2)
+    with self.assertRaises(RuntimeError): Tensor.ones(2, 3, 4) @ Tensor.ones(5, 4, 2)   # batch dims that don't broadcast
+    with self.assertRaises(RuntimeError): Tensor(2.0) @ Tensor.ones(2)
+  def test_gradient(self):
+    rng = np.random.default_rng(1)
+    xn, wn = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32)
+    x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+    (x @ w).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.ones((3, 2), np.float32) @ wn.T, rtol=1e-5)
+    np.testing.assert_allclose(w.grad.numpy(), xn.T @ np.ones((3, 2), np.float32), rtol=1e-5)
+  def test_no_grad_result(self):
+    x = Tensor.ones(2, 2, requires_grad=True)
+    with Tensor.no_grad(): self.assertFalse((x @ x).requires_grad)
+
+class TestElementwiseGraph(unittest.TestCase):
+  def test_scalar_same_graph(self):
+    x = Tensor.rand(4, 5)
+    for op in (lambda t, y: t * y, lambda t, y: t + y, lambda t, y: y - t, lambda t, y: t.maximum(y)):
+      self.assertIs(op(x, 2.5).uop, op(x, Tensor(2.5)._broadcast_to((4, 5))).uop)
+  def test_scalar_dtypes(self):
+    i = Tensor([1, 2, 3])
+    self.assertEqual((i + 2).dtype, dtypes.int32)
+    self.assertEqual((i + 2.5).dtype, dtypes.float32)
+    np.testing.assert_allclose((i + 2.5).numpy(), [3.5, 4.5, 5.5])
+    np.testing.assert_equal((Tensor([True, False]) + 1).numpy(), [2, 1])
+    np.testing.assert_equal((Tensor([1, 2], dtype=dtypes.uint8) - 3).numpy(), [254, 255])
+  def test_broadcast_values(self):
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3, 1), np.arange(4, dtype=np.float32)
+    np.testing.assert_equal((Tensor(a) * Tensor(b)).numpy(), a * b)
+    np.testing.assert_equal(Tensor(a).where(Tensor(b), 7.0).numpy(), np.where(a != 0, b, 7.0))
+    np.testing.assert_equal(Tensor(a).relu().numpy(), np.maximum(a, 0))
+  def test_broadcast_shape(self):
+    self.assertEqual(_broadcast_shape("x", (3, 1, 4), (5, 1)), (3, 5, 4))
+    self.assertEqual(_broadcast_shape("x", (), (2, 3)), (2, 3))
+    self.assertEqual(_broadcast_shape("x", (2, 1), (2, 1), (1, 6)), (2, 6))
+    with self.assertRaisesRegex(RuntimeError, "can't be broadcast"): _broadcast_shape("mul", (3,), (4,))
+    with self.assertRaisesRegex(RuntimeError, "can't be broadcast"): _broadcast_shape("mul", (2, 1), (), (3, 1))
+    v = UOp.variable("bcast_v", 1, 10).bind(3)
+    self.assertIs(_broadcast_shape("x", (v, 1), (1, 4))[0], v)
+
+class TestNumpyRead(unittest.TestCase):
+  def test_computed_value_realized_once(self):
+    a = Tensor.rand(8, 8).realize()
+    c = a @ a
+    GlobalCounters.reset()
+    first = c.numpy()
+    self.assertEqual(GlobalCounters.kernel_count, 1)
+    np.testing.assert_equal(c.numpy(), first)
+    self.assertEqual(GlobalCounters.kernel_count, 1)   # c holds its buffer now: the second read runs nothing
+    first[0, 0] = 123.0   # the array is a copy: writing it leaves the tensor alone
+    self.assertNotEqual(c.numpy()[0, 0], 123.0)
+  def test_views_and_dtypes(self):
+    n = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = Tensor(n)
+    np.testing.assert_equal((t + 1).T.numpy(), (n + 1).T)
+    np.testing.assert_equal(t[1:, ::2].numpy(), n[1:, ::2])
+    np.testing.assert_equal(Tensor(3.5).numpy(), np.float32(3.5))
+    np.testing.assert_equal(Tensor([True, False]).numpy(), [True, False])
+    np.testing.assert_equal(Tensor([1.5], dtype=dtypes.half).numpy(), np.array([1.5], np.float16))
+    self.assertEqual(Tensor.zeros(0, 3).numpy().shape, (0, 3))
+  def test_with_grad_stays_lazy(self):
+    x = Tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    np.testing.assert_equal(y.numpy(), [3.0, 6.0])
+    y.sum().backward()
+    np.testing.assert_equal(x.grad.numpy(), [3.0, 3.0])
+
+class TestUOpCache(unittest.TestCase):
+  def test_dead_entries_dropped_and_rebuilt(self):
+    x = UOp.variable("front_cache_v", 0, 100)
+    u = (x * 5 + 3).simplify()
+    key_count = len(UOpMetaClass.ucache)
+    r = weakref.ref(u)
+    del u
+    gc.collect()
+    self.assertIsNone(r())
+    self.assertLess(len(UOpMetaClass.ucache), key_count)
+    self.assertIs(x * 5, x * 5)
+  def test_float_args_kept_apart(self):
+    self.assertIsNot(UOp.const(dtypes.float, 0.0), UOp.const(dtypes.float, -0.0))
+    self.assertIsNot(UOp(Ops.CONST, dtypes.int, arg=1), UOp(Ops.CONST, dtypes.int, arg=True))
+
+class TestOpsEnum(unittest.TestCase):
+  def test_members(self):
+    self.assertIs(Ops(Ops.ADD.value), Ops.ADD)
+    self.assertIs(Ops["MUL"], Ops.MUL)
+    self.assertIs(pickle.loads(pickle.dumps(Ops.WHERE)), Ops.WHERE)
+    self.assertEqual(str(Ops.ADD), "Ops.ADD")
+    self.assertIn(Ops.SINK, list(Ops))
+    self.assertEqual(len(set(Ops)), len(Ops))
+    self.assertTrue(Ops.ADD in {Ops.ADD: 1})
+    with self.assertRaises(AttributeError): Ops.NOT_AN_OP  # noqa: B018
+  def test_members_stay(self):
+    with self.assertRaises(AttributeError): Ops.ADD = Ops.MUL  # type: ignore[misc]
+    with self.assertRaises(AttributeError): del Ops.ADD
+    self.assertEqual(Ops.ADD.name, "ADD")
+
+if __name__ == "__main__":
+  unittest.main()
