@@ -76,8 +76,8 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
       p = p.src[0]
     if pads and not small and any(b or e for b, e in pads[-1].arg): x, copies = x.substitute({pads[-1]: pads[-1].contiguous()}), copies + 1
     # an input computed by elementwise ops (a relu of the last layer's sum) is computed once into a buffer, not again at every load of every
-    # panel and tap (small convs too, where there are several panels)
-    elif (not small or split[v] > 1) and (p.op in GroupOp.ALU or p.op is Ops.CAST): x, copies = x.substitute({p: p.contiguous()}), copies + 1
+    # panel and tap (small convs too, where it would be computed again for four or more panels)
+    elif (not small or split[v] >= 4) and (p.op in GroupOp.ALU or p.op is Ops.CAST): x, copies = x.substitute({p: p.contiguous()}), copies + 1
     # (a reduce already split into one panel's lanes, reading packed operands, stays: this rule's own result)
     if not copies and split[v] == 1: return None
     return (x.reshape(split) * wp).r(Ops.ADD, tuple(a + (a > v) for a in axes)).reshape(r.shape)
