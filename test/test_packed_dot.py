@@ -104,8 +104,11 @@ def test_conv_weight_panels_match_torch(cout, groups, k, stride, padding):
   xn, wn = rng.standard_normal((2, 8, 10, 10), dtype=np.float32), rng.standard_normal((cout, 8 // groups, k, k), dtype=np.float32)
   ref = torch.nn.functional.conv2d(torch.tensor(xn), torch.tensor(wn), groups=groups, stride=stride, padding=padding).numpy()
   x, w = Tensor(xn, device="CPU"), Tensor(wn, device="CPU").realize()
-  packed = w.pack_conv_weight()
+  packed = w.pack_conv_weight(groups)
   assert (packed is w) == (cout == 40)
+  # a depthwise conv's weight (one output channel per group) makes no panels: it stays as it is
+  dw = Tensor.ones(64, 1, 3, 3, device="CPU").contiguous().realize()
+  assert dw.pack_conv_weight(64) is dw and dw.pack_conv_weight() is not dw
   with Context(PACKED_CONV_MIN=1):
     def conv(wt:Tensor) -> Tensor: return x.conv2d(wt, groups=groups, stride=stride, padding=padding)
     # the padded input's copy, the weight's copy and the conv (a conv with no panels keeps its plain layout: the conv alone); a packed weight

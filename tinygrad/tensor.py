@@ -2222,14 +2222,14 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       # backward as two more convolutions (_conv_grad), not through the window view (its gradient is a huge col2im reduce)
       ret = Tensor(UOp(Ops.CONTIGUOUS_BACKWARD, out_dt, (ret.uop, self.uop, weight.uop), ("conv", groups, s_, d_, tuple(pads))), device=ret.device)
     return ret if bias is None else ret + bias.reshape((1, -1) + (1,)*n)
-  def pack_conv_weight(self) -> Tensor:
+  def pack_conv_weight(self, groups:int=1) -> Tensor:
     """This conv weight (cout, cin/groups, *k), realized in the layout convolutions read on devices that pack operands (CPUs), else itself:
     panels of output channels, (cout/lanes, cin/groups, *k, lanes) (schedule/packing.py). An inference model's constant weights packed once
-    are not copied by every call."""
+    are not copied by every call. A group's output channels must fill whole panels (a depthwise conv's weight stays as it is)."""
     from tinygrad.schedule.packing import conv_panel_lanes
-    if not _host_simd(self) or self.ndim < 3 or not all_int(self.shape): return self
+    if not _host_simd(self) or self.ndim < 3 or not all_int(self.shape) or self.shape[0] % groups: return self
     n, shape = self.ndim, cast(tuple[int, ...], self.shape)
-    if (cols := conv_panel_lanes(Device[cast(str, self.device)].renderer, shape[0], self.dtype.itemsize)) is None: return self
+    if (cols := conv_panel_lanes(Device[cast(str, self.device)].renderer, shape[0] // groups, self.dtype.itemsize)) is None: return self
     panels = self.reshape((shape[0] // cols, cols) + shape[1:]).permute((0,) + tuple(range(2, n+1)) + (1,)).contiguous().realize()
     return panels.permute((0, n) + tuple(range(1, n))).reshape(shape)
   @staticmethod
