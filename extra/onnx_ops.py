@@ -524,7 +524,7 @@ def Conv(x, W, B=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=
   s, d, p = _conv_args(x, k, strides, dilations, pads, auto_pad)
   if W.uop.is_realized and not W.requires_grad:   # a constant weight (an initializer): packed for the device once, then reused
     if (packed := _packed_weights.get(id(W))) is None or packed[0]() is not W:
-      _packed_weights[id(W)] = packed = (weakref.ref(W), W.pack_conv_weight())
+      _packed_weights[id(W)] = packed = (weakref.ref(W), W.pack_conv_weight(group))
       weakref.finalize(W, _packed_weights.pop, id(W), None)   # the copy lives as long as the weight
     W = packed[1]
   # the padding goes to conv2d (as torch's flat pairs, last dim first), which can lay out the padded input for the device

@@ -36,6 +36,6 @@ def test_train_step_kernel_count():
   GlobalCounters.reset()
   step()
   # 98 before conv backward got its own rule, 108 with its channels-last copies and partial sums, 112 after the merge with the
-  # nan-aware max and leaf buffers of session 4, 110 since BatchNorm's backward is its closed form (two per-channel sums, not five); a
-  # regression shows as a jump past this
-  assert GlobalCounters.kernel_count <= 110, GlobalCounters.kernel_count
+  # nan-aware max and leaf buffers of session 4, 110 since BatchNorm's backward is its closed form (two per-channel sums, not five), 111
+  # since conv2's input (a relu) is computed once into a buffer instead of at each of its 25 taps' loads; a regression shows as a jump past this
+  assert GlobalCounters.kernel_count <= 111, GlobalCounters.kernel_count

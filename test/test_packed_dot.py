@@ -104,8 +104,11 @@ def test_conv_weight_panels_match_torch(cout, groups, k, stride, padding):
   xn, wn = rng.standard_normal((2, 8, 10, 10), dtype=np.float32), rng.standard_normal((cout, 8 // groups, k, k), dtype=np.float32)
   ref = torch.nn.functional.conv2d(torch.tensor(xn), torch.tensor(wn), groups=groups, stride=stride, padding=padding).numpy()
   x, w = Tensor(xn, device="CPU"), Tensor(wn, device="CPU").realize()
-  packed = w.pack_conv_weight()
+  packed = w.pack_conv_weight(groups)
   assert (packed is w) == (cout == 40)
+  # a depthwise conv's weight (one output channel per group) makes no panels: it stays as it is
+  dw = Tensor.ones(64, 1, 3, 3, device="CPU").contiguous().realize()
+  assert dw.pack_conv_weight(64) is dw and dw.pack_conv_weight() is not dw
   with Context(PACKED_CONV_MIN=1):
     def conv(wt:Tensor) -> Tensor: return x.conv2d(wt, groups=groups, stride=stride, padding=padding)
     # the padded input's copy, the weight's copy and the conv (a conv with no panels keeps its plain layout: the conv alone); a packed weight
@@ -120,11 +123,11 @@ def test_conv_weight_panels_match_torch(cout, groups, k, stride, padding):
     np.testing.assert_allclose(conv(packed).numpy(), ref, rtol=1e-4, atol=1e-4)
 
 def test_conv_of_computed_input_copies_it_once():
-  # a conv of relu(x + b) with two weight panels: the relu is computed once into a buffer (not at every load of each panel), values right
+  # a small conv of relu(x + b) with four weight panels: the relu is computed once into a buffer (not at every load of each panel)
   torch = pytest.importorskip("torch")
   rng = np.random.default_rng(11)
   xn, bn, wn = rng.standard_normal((2, 8, 9, 9), dtype=np.float32), rng.standard_normal((8, 1, 1), dtype=np.float32), \
-    rng.standard_normal((64, 8, 1, 1), dtype=np.float32)
+    rng.standard_normal((128, 8, 1, 1), dtype=np.float32)
   ref = torch.nn.functional.conv2d(torch.relu(torch.tensor(xn) + torch.tensor(bn)), torch.tensor(wn), stride=2).numpy()
   x, b, w = Tensor(xn, device="CPU").realize(), Tensor(bn, device="CPU").realize(), Tensor(wn, device="CPU").realize().pack_conv_weight()
   with Context(PACKED_CONV_MIN=1 << 40):

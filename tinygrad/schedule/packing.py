@@ -78,18 +78,19 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
       p = p.src[0]
     if pads and not small and any(b or e for b, e in pads[-1].arg): x, copies = x.substitute({pads[-1]: pads[-1].contiguous()}), copies + 1
     # an input computed by elementwise ops (a relu of the last layer's sum) is computed once into a buffer, not again at every load of every
-    # panel and tap (small convs too, where there are several panels)
-    elif (not small or split[v] > 1) and (p.op in GroupOp.ALU or p.op is Ops.CAST): x, copies = x.substitute({p: p.contiguous()}), copies + 1
+    # panel and tap (small convs too, where it would be computed again for four or more panels)
+    elif (not small or split[v] >= 4) and (p.op in GroupOp.ALU or p.op is Ops.CAST): x, copies = x.substitute({p: p.contiguous()}), copies + 1
     # (a reduce already split into one panel's lanes, reading packed operands, stays: this rule's own result)
     if not copies and split[v] == 1: return None
     return (x.reshape(split) * wp).r(Ops.ADD, tuple(a + (a > v) for a in axes)).reshape(r.shape)
   return None
 
-def conv_weight_panels(w:UOp) -> int|None:
+def conv_weight_panels(w:UOp, groups:int=1) -> int|None:
   # the output channels per panel a conv weight (cout, cin/groups, *k) is best stored in for its device (Tensor.pack_conv_weight realizes
-  # a model's constant weights so once), None where the renderer packs nothing and the plain layout is best
-  if len(w.shape) < 3 or not all_int(w.shape) or (r := _packing_renderer(w)) is None: return None
-  return conv_panel_lanes(r, cast(int, w.shape[0]), w.dtype.itemsize)
+  # a model's constant weights so once), None where the renderer packs nothing and the plain layout is best (or a group's channels don't
+  # fill whole panels)
+  if len(w.shape) < 3 or not all_int(w.shape) or (r := _packing_renderer(w)) is None or cast(int, w.shape[0]) % groups: return None
+  return conv_panel_lanes(r, cast(int, w.shape[0]) // groups, w.dtype.itemsize)
 
 def _channels_last(u:UOp) -> UOp:
   # the same (bs, c, *spatial) values, read from a copy with the channels innermost
