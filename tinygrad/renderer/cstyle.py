@@ -10,6 +10,7 @@ from tinygrad.helpers import prod
 from tinygrad.renderer.tc import TensorCore, cuda_tcs, amd_tcs, amd_mfma_tcs, metal_tcs, intel_tcs
 
 # ***** helpers shared by the renderers (and the PYTHON device) *****
+WORKITEM_KEY = {ThreadKind.GLOBAL: "g", ThreadKind.LOCAL: "l"}   # the code_for_workitem entry of each kind of thread id
 
 def with_sources(uops:list[UOp]) -> list[UOp]:
   """The program with any source missing from the list (a CONST a hand-built program left out) placed right before its first user."""
@@ -241,9 +242,11 @@ class CStyleLanguage(Renderer):
   # *** uops ***
   def render_special(self, ctx:CStyleCtx, x:UOp) -> str:
     ctx.r[x] = nm = ctx.fixed_name(x.arg[0])
-    if (fxn := self.code_for_workitem.get(x.arg[0][0])) is None: raise NotImplementedError(f"{type(self).__name__} has no thread index {x.arg[0]}")
+    # the launch dim comes from the typed ThreadId (kind, dim), the name is only printed
+    if (fxn := self.code_for_workitem.get(WORKITEM_KEY.get(x.arg.kind, ""))) is None:
+      raise NotImplementedError(f"{type(self).__name__} has no thread index {x.arg[0]}")
     size = x.arg[1] if isinstance(x.arg[1], int) else x.arg[1].render()
-    return f"{self.render_dtype(x.dtype)} {nm} = {fxn(int(x.arg[0][-1]))}; /* {size} */"
+    return f"{self.render_dtype(x.dtype)} {nm} = {fxn(x.arg.dim)}; /* {size} */"
   def _ptr_prefix(self, buf:UOp) -> str:
     return self.smem_prefix_for_cast if isinstance(buf.dtype, PtrDType) and buf.dtype.local else self.buffer_prefix
   def render_load(self, ctx:CStyleCtx, x:UOp) -> str:
@@ -570,7 +573,7 @@ class OpenCLRenderer(CStyleLanguage):
   smem_prefix_for_cast = "__local "
   barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
   float4 = "(float4)("
-  code_for_workitem = {"g": lambda d: f"get_group_id({d})", "l": lambda d: f"get_local_id({d})", "i": lambda d: f"get_global_id({d})"}
+  code_for_workitem = {"g": lambda d: f"get_group_id({d})", "l": lambda d: f"get_local_id({d})"}
   type_map = {dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.uint16: "ushort", dtypes.uint32: "uint", dtypes.uint64: "ulong"}
   mem_type_map = {dtypes.bool: "uchar"}   # bool pointers can't be kernel arguments
   int_suffix = {dtypes.int64: "l", dtypes.uint64: "ul", dtypes.uint32: "u"}
@@ -619,8 +622,7 @@ class CUDARenderer(CStyleLanguage):
     self.tensor_cores = cuda_tcs if int("".join(c for c in arch[3:] if c.isdigit()) or 0) >= 80 else []
   def __reduce__(self): return self.__class__, (self.arch,)
   def __repr__(self): return f"{type(self).__name__}({self.arch!r})"
-  code_for_workitem = {"g": lambda d: f"blockIdx.{'xyz'[d]}", "l": lambda d: f"threadIdx.{'xyz'[d]}",
-                       "i": lambda d: f"(blockIdx.{'xyz'[d]}*blockDim.{'xyz'[d]}+threadIdx.{'xyz'[d]})"}
+  code_for_workitem = {"g": lambda d: f"blockIdx.{'xyz'[d]}", "l": lambda d: f"threadIdx.{'xyz'[d]}"}
   type_map = {dtypes.bfloat16: "nv_bfloat16"}
   # fp8 is kept as bits and computed in float, with the C helpers (NVRTC's -default-device makes them device functions)
   storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k in dtypes.fp8s}
@@ -722,8 +724,7 @@ class AMDRenderer(CStyleLanguage):
     self.arch, self.tensor_cores = arch, amd_tcs if arch.startswith("gfx11") else amd_mfma_tcs if arch in ("gfx90a", "gfx940", "gfx942") else []
   def __reduce__(self): return self.__class__, (self.arch,)
   def __repr__(self): return f"AMDRenderer({self.arch!r})"
-  code_for_workitem = {"g": lambda d: f"__ockl_get_group_id({d})", "l": lambda d: f"__ockl_get_local_id({d})",
-                       "i": lambda d: f"__ockl_get_global_id({d})"}
+  code_for_workitem = {"g": lambda d: f"__ockl_get_group_id({d})", "l": lambda d: f"__ockl_get_local_id({d})"}
   type_map = {dtypes.float16: "_Float16"}
   # clang before 17 has no __bf16 arithmetic on AMDGPU: bfloat16 (and fp8) are bits computed in float, as on CPU
   storage_types = {k: v for k, v in ClangRenderer.storage_types.items() if k != dtypes.float16}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math, struct
 from typing import cast
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
 from tinygrad.dtype import DType, DTYPES_DICT, PtrDType, dtypes, truncate
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.cstyle import with_sources, index_of, buffer_of, mem_gate, load_alt, _nonzero_const, _EXACT_OPS, _BOOL_OPS
@@ -256,12 +256,8 @@ def render_const(ctx:PTXCtx, x:UOp) -> list[str]:
   return [ctx.emit(x.dtype, f"mov.{bits(x.dtype)}", pconst(v, x.dtype)) for v in vals]
 
 def render_special(ctx:PTXCtx, x:UOp) -> list[str]:
-  nm, d = x.arg[0], "xyz"[int(x.arg[0][-1])]
-  if nm[0] == "i":   # a global index: block * block size + thread
-    return [ctx.emit(dtypes.int32, "mad.lo.u32", ctx.emit(dtypes.int32, "mov.u32", f"%ctaid.{d}"), ctx.emit(dtypes.int32, "mov.u32", f"%ntid.{d}"),
-                     ctx.emit(dtypes.int32, "mov.u32", f"%tid.{d}"))]
-  if nm[0] not in "gl": raise NotImplementedError(f"PTXRenderer has no thread index {nm}")
-  return [ctx.emit(dtypes.int32, "mov.u32", f"%{'ctaid' if nm[0] == 'g' else 'tid'}.{d}")]
+  if x.arg.kind not in (ThreadKind.GLOBAL, ThreadKind.LOCAL): raise NotImplementedError(f"PTXRenderer has no thread index {x.arg[0]}")
+  return [ctx.emit(dtypes.int32, "mov.u32", f"%{'ctaid' if x.arg.kind is ThreadKind.GLOBAL else 'tid'}.{'xyz'[x.arg.dim]}")]
 
 def render_local(ctx:PTXCtx, x:UOp) -> list[str]:
   dt = cast(PtrDType, x.dtype)

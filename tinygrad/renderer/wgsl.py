@@ -8,7 +8,8 @@ from typing import Any, Callable, cast
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ThreadKind
 from tinygrad.dtype import DType, PtrDType, dtypes, truncate
-from tinygrad.renderer.cstyle import CStyleLanguage, CStyleCtx, base_rewrite, index_of, buffer_of, mem_gate, load_alt, _nonzero_const, _BOOL_OPS
+from tinygrad.renderer.cstyle import CStyleLanguage, CStyleCtx, base_rewrite, index_of, buffer_of, mem_gate, load_alt, _nonzero_const, _BOOL_OPS, \
+  WORKITEM_KEY
 
 _SMALL_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
 # int64/uint64 are vec2<u32> (low word, high word); their arithmetic is these helpers, signed or not where it matters
@@ -171,7 +172,7 @@ class WGSLRenderer(CStyleLanguage):
   # *** uops ***
   def render_special(self, ctx:CStyleCtx, x:UOp) -> str:
     ctx.r[x] = nm = ctx.fixed_name(x.arg[0])
-    return f"let {nm}: {self.render_dtype(x.dtype)} = {self.code_for_workitem[x.arg[0][0]](x.arg.dim)}; // {x.arg[1]}"
+    return f"let {nm}: {self.render_dtype(x.dtype)} = {self.code_for_workitem[WORKITEM_KEY[x.arg.kind]](x.arg.dim)}; // {x.arg[1]}"
   def render_let(self, dt:DType, nm:str, expr:str) -> str: return f"let {nm}: {self.render_dtype(dt)} = {expr};"
   def _word(self, ctx:CStyleCtx, idx:UOp) -> tuple[str, str, int]:
     # the word and bit offset of a packed element: (pointer to its atomic word, bit shift, element bits)
