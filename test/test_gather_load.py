@@ -1,5 +1,6 @@
 # indexing with an int Tensor (x[idx], embeddings) is a sum over the indexed dim of (idx == r) ? x[r] : 0; codegen turns that into one gated
 # load (uop/symbolic.py reduce_gather). Values against numpy, including negative and out-of-range indices (they read 0), and the loop gone.
+from dataclasses import replace
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, Context
@@ -86,7 +87,8 @@ def test_unroll_opts_values(device):
   from tinygrad.engine.realize import CompiledRunner
   from tinygrad.device import Buffer
   for opts in ([Opt(OptOps.UNROLL, 0, 4)], [Opt(OptOps.UNROLL, 0, 8), Opt(OptOps.UPCAST, 0, 2)]):
-    prg = CompiledRunner(get_program(si.ast, Device[Device.DEFAULT].renderer, opts))
+    # the program runs on the fixture's device (REMOTE shares its server's renderer, whose device is the server's)
+    prg = CompiledRunner(replace(get_program(si.ast, Device[Device.DEFAULT].renderer, opts), device=Device.DEFAULT))
     bufs = [Buffer(b.device, b.size, b.dtype).ensure_allocated() if n == 0 else b for n, b in enumerate(si.bufs)]
     prg([b.ensure_allocated() for b in bufs], {})
     out = np.frombuffer(bufs[0].as_buffer(), dtype=np.float32).reshape(-1)
