@@ -33,12 +33,12 @@ def acc_of(dt:str) -> str: return "int32" if dt in ("bool", "int32") else dt   #
 DISABLED_OPS: set[str] = set()
 # Known bugs, each with a minimal repro (a strict xfail) in test/test_fuzz_vs_torch.py. While one is open, the programs steer around
 # it, or a failure that shows its signature counts as that bug instead of a new mismatch. Remove a name here when its repro passes.
-KNOWN_BUGS_OPEN = {"amax_grad_of_nan_row", "zero_derivative_blocks_nonfinite"}
+KNOWN_BUGS_OPEN: set[str] = set()
 KNOWN_BUG_SIGNATURES = {"oob_read_after_exp_pad": "is out of bounds of"}   # PYTHON's bounds check fails the kernel
 if "std_grad_at_zero_is_nan" in KNOWN_BUGS_OPEN: DISABLED_OPS.add("std")
 def known_bug(report:str, c:Case) -> str|None:
-  # gradients where a value was nan or inf: torch.amax gives a row holding nan nan gradients everywhere (0/0), here the nan gets it all;
-  # torch multiplies a 0 derivative (ceil, a max's other positions) by a nan or inf it meets (nan), here a 0 derivative is exactly 0
+  # (fixed, kept for a reopened bug) gradients where a value was nan or inf: torch.amax gives a row holding nan nan gradients everywhere
+  # (0/0); torch multiplies a 0 derivative (ceil, a max's other positions) by a nan or inf it meets (nan)
   if c.nonfinite and "Mismatch: gradient of" in report:
     if "amax_grad_of_nan_row" in KNOWN_BUGS_OPEN and any(".max(" in ln or ".min(" in ln for ln in c.lines): return "amax_grad_of_nan_row"
     if "zero_derivative_blocks_nonfinite" in KNOWN_BUGS_OPEN: return "zero_derivative_blocks_nonfinite"

@@ -109,16 +109,27 @@ def _inf_times_zero_in_chain_rule():
 
 def _amax_grad_of_nan_row():
   # torch.amax (the fuzzer's reference for max): a row whose max is nan gives every position a nan gradient (grad / count with count 0);
-  # here the nan position gets it all, as torch.max() and max_pool2d do (test_max_min_propagate_nan): torch disagrees with itself, pick one
+  # the nan position got it all, as torch.max() and max_pool2d do: Tensor.max is amax (values only, ties share), max_pool2d keeps its way
   x = Tensor([1.0, math.nan, 3.0], requires_grad=True)
   x.max().backward()
   assert all(math.isnan(g) for g in x.grad.tolist()), x.grad.tolist()
 
 def _zero_derivative_blocks_nonfinite():
-  # torch: ceil's 0 derivative meets log2(-1) = nan in mul's backward, 0 * nan = nan; here a zero derivative folds to an exact 0
+  # torch: ceil's 0 derivative meets log2(-1) = nan in mul's backward, 0 * nan = nan; a zero derivative was no gradient at all
+  # (and sign's, and an infinite upstream gradient meeting a 0 derivative of amax's: grad * 0 = nan there)
   x, y = Tensor([-1.0, 2.0], requires_grad=True), Tensor([3.0, 3.0], requires_grad=True)
   (x.log2() * y).ceil().sum().backward()
   assert math.isnan(y.grad.tolist()[0]), y.grad.tolist()
+  for fn in (Tensor.sign, Tensor.ceil, Tensor.floor, Tensor.round, Tensor.trunc):
+    x, y = Tensor([-1.0, 2.0, 0.0], requires_grad=True), Tensor([3.0, 3.0, math.inf], requires_grad=True)
+    (fn(x.log2() * y) * math.inf).sum().backward()
+    rx, ry = torch.tensor([-1.0, 2.0, 0.0], requires_grad=True), torch.tensor([3.0, 3.0, math.inf], requires_grad=True)
+    (getattr(torch, fn.__name__)(rx.log2() * ry) * math.inf).sum().backward()
+    np.testing.assert_equal(x.grad.numpy(), rx.grad.numpy())
+    np.testing.assert_equal(y.grad.numpy(), ry.grad.numpy())
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  (x.max() * math.inf).backward()
+  assert math.isnan(x.grad.tolist()[0]) and x.grad.tolist()[1] == math.inf, x.grad.tolist()
 
 def _grad_flows_through_int_cast():
   # torch: a cast to int or bool is not differentiable, only the +x path carries a gradient

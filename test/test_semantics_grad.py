@@ -113,13 +113,17 @@ def test_max_min_propagate_nan(device):
     for axis in (None, 0, 1):
       want = getattr(torch.tensor(a), "a" + name)(**({} if axis is None else {"dim": axis}))
       np.testing.assert_equal(getattr(Tensor(a, device=device), name)(axis).numpy(), want.numpy())
-  # torch.max(): the gradient goes to the nan (shared between nans)
-  for v in ([1.0, math.nan, 3.0], [math.nan, 0.0, -1.0]):
-    r = torch.tensor(v, requires_grad=True)
-    r.max().backward()
-    x = Tensor(v, requires_grad=True, device=device)
-    x.max().backward()
-    assert x.grad.tolist() == r.grad.tolist()
+  # torch.amax (max's values-only, tie-sharing twin): a row holding nan gives every position a nan gradient (grad * (x == max) / 0);
+  # an infinite upstream gradient gives the other positions grad * 0 = nan (torch.max() sends it all to the nan, max_pool2d does too)
+  for v in ([[1.0, math.nan, 3.0], [2.0, 2.0, -1.0]], [[math.nan, 0.0, -1.0], [-math.inf, 5.0, math.inf]]):
+    for name in ("max", "min"):
+      for axis in (None, 0, 1):
+        for w in (2.0, math.inf):
+          r = torch.tensor(v, requires_grad=True)
+          (getattr(r, "a" + name)(**({} if axis is None else {"dim": axis})) * w).sum().backward()
+          x = Tensor(v, requires_grad=True, device=device)
+          (getattr(x, name)(axis) * w).sum().backward()
+          np.testing.assert_equal(x.grad.numpy(), r.grad.numpy())
 
 def test_no_grad_through_int_cast():
   r = torch.tensor([1.5, -2.5], requires_grad=True)
@@ -167,7 +171,7 @@ NONFINITE_FNS = {
   "leaky_relu": (lambda x: x.leaky_relu(0.1), lambda x: F.leaky_relu(x, 0.1)), "hardtanh": (Tensor.hardtanh, F.hardtanh),
   "hardsigmoid": (Tensor.hardsigmoid, F.hardsigmoid), "hardswish": (Tensor.hardswish, F.hardswish), "logsigmoid": (Tensor.logsigmoid, F.logsigmoid),
   "erf": (Tensor.erf, torch.erf), "atan": (Tensor.atan, torch.atan), "asinh": (Tensor.asinh, torch.asinh), "softsign": (Tensor.softsign, F.softsign),
-  "gelu": (Tensor.gelu, lambda x: F.gelu(x, approximate="tanh")), "square": (Tensor.square, torch.square), "max": (Tensor.max, torch.max),
+  "gelu": (Tensor.gelu, lambda x: F.gelu(x, approximate="tanh")), "square": (Tensor.square, torch.square), "max": (Tensor.max, torch.amax),
   "where": (lambda x: (x > 0).where(x, x * 2), lambda x: torch.where(x > 0, x, x * 2)),
   "silu": (Tensor.silu, F.silu), "mish": (Tensor.mish, F.mish), "expm1": (Tensor.expm1, torch.expm1), "log1p": (Tensor.log1p, torch.log1p),
   "sinh": (Tensor.sinh, torch.sinh), "cosh": (Tensor.cosh, torch.cosh), "asin": (Tensor.asin, torch.asin), "atanh": (Tensor.atanh, torch.atanh),

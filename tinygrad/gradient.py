@@ -102,8 +102,10 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.WHERE, src=(UPat.var("c"), UPat(), UPat())), lambda ctx, c: (None, c.where(ctx, 0), c.where(0, ctx))),
   # like torch, an int or bool value carries no gradient: a cast to one cuts the path
   (UPat(Ops.CAST, src=(UPat.var("x"),), name="ret"), lambda ctx, ret, x: (ctx.cast(x.dtype) if dtypes.is_float(ret.dtype.scalar()) else None,)),
-  # piecewise constant or not a number: no gradient
-  (UPat(GroupOp.Comparison | {Ops.AND, Ops.OR, Ops.XOR, Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR, Ops.THREEFRY, Ops.TRUNC, Ops.BITCAST, Ops.DETACH},
+  # piecewise constant: zeros, like torch's ceil/floor/round/trunc (not ctx * 0), which a later product with nan or inf turns to nan
+  (UPat(Ops.TRUNC, src=(UPat.var("x"),)), lambda ctx, x: (x.const_like(0),)),
+  # not a number: no gradient
+  (UPat(GroupOp.Comparison | {Ops.AND, Ops.OR, Ops.XOR, Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR, Ops.THREEFRY, Ops.BITCAST, Ops.DETACH},
         name="ret"), lambda ret: (None,) * len(ret.src)),
   # ** reduce **
   (UPat(Ops.REDUCE_AXIS, src=(UPat.var("x"),), name="ret"), _reduce_grad),

@@ -1016,7 +1016,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def sign(self) -> Tensor:
     """-1, 0 or 1 (0 for nan, like torch)"""
     if self.dtype == dtypes.bool: return self
-    return self.gt(0).cast(self.dtype) - self.lt(0).cast(self.dtype)
+    ret = self.gt(0).cast(self.dtype) - self.lt(0).cast(self.dtype)
+    if not dtypes.is_float(self.dtype) or not _reaches_grad(self.uop): return ret
+    # torch's derivative: zeros (TRUNC's), which a product with nan or inf further back turns to nan; the carrier is dropped going forward
+    return ret + Tensor(UOp(Ops.FUSE, self.dtype, (self.trunc().uop,), ZERO_FORWARD))
   def _to_float(self) -> Tensor: return self if dtypes.is_float(self.dtype) else self.cast(least_upper_float(self.dtype))
   def trunc(self) -> Tensor: return Tensor(self.uop.alu(Ops.TRUNC)) if dtypes.is_float(self.dtype) else self
   def floor(self) -> Tensor:
@@ -1448,13 +1451,22 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
   @_dim_alias
   def max(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
-    """The largest value; ties share the gradient. Like torch, a nan gives nan, and the gradient goes to the nan: the sum of the nan
-    positions carries it (one more reduce, in the max's kernel; a broadcast max needs a second kernel). Several nans each get all of it
-    (torch shares it out)."""
+    """The largest value; ties share the gradient, like torch.amax. A nan gives nan (the sum of the nan positions carries it: one more
+    reduce, in the max's kernel), and so does every gradient of its row, as torch.amax's grad * (x == max) / count is 0/0 there."""
+    return self._max_nan(axis, keepdim, spread=True)
+  def _max_nan(self, axis:int|Sequence[int]|None, keepdim:bool, spread:bool) -> Tensor:
+    # spread=False: the gradient of a nan row goes to its nans (each gets all of it), as max_pool2d's goes to its argmax
     ret = self._max_skip_nan(axis, keepdim)
     if not dtypes.is_float(self.dtype): return ret
     nans = self.isnan().where(self, 0).sum(axis, keepdim)
-    return nans.isnan().where(nans, ret)
+    out = nans.isnan().where(nans, ret)
+    if not spread or not _reaches_grad(self.uop): return out
+    # torch.amax's backward is grad * (x == max) / count: the other positions get grad * 0 (nan for an infinite grad), a row holding nan
+    # 0/0 = nan everywhere. A carrier, dropped going forward, adds that: d/dx of where(x == max, 0, x * (0, or nan in a nan row))
+    axes = self._reduce_axes(axis, "max")
+    full = tuple(1 if i in axes else n for i, n in enumerate(self.shape))
+    carrier = self.detach().eq(out.detach().reshape(full)).where(0.0, self * nans.detach().reshape(full)).sum(axis, keepdim)
+    return out + Tensor(UOp(Ops.FUSE, self.dtype, (carrier.uop,), ZERO_FORWARD))
   def _max_skip_nan(self, axis:int|Sequence[int]|None=None, keepdim:bool=False) -> Tensor:
     self._check_nonempty("max", axis)
     return self._reduce(Ops.MAX, axis, keepdim, "max")
@@ -2380,7 +2392,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     lead = ((0, 0),) * (self.ndim - n)
     pads = lead + tuple((pb, pe + e) for (pb, pe), e in zip(p_, extras))
     windows = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
-    ret = windows.max(tuple(range(-n, 0)))
+    ret = windows._max_nan(tuple(range(-n, 0)), False, spread=False)
     if not return_indices: return ret
     spatial = self.shape[-n:]
     pos = Tensor.arange(_as_int(prod(spatial), "max_pool2d"), device=self.device).reshape(spatial).pad(tuple(pads[-n:]), value=-1)._pool(k_, s_, d_)
