@@ -2,7 +2,7 @@
 A parameter named `opset` receives the model's opset for the op's domain (for version-specific semantics), `n_outputs` the node's output
 count and `runner`/`env` the runner and the current scope (control flow). A tuple return is several outputs; a list is one sequence."""
 from __future__ import annotations
-import functools, itertools, math, weakref
+import functools, itertools, math, random, weakref
 from typing import Any, Callable
 from tinygrad import Tensor, dtypes
 from tinygrad.dtype import DType
@@ -94,7 +94,8 @@ def Softsign(x): return x.softsign()
 def Mish(x): return x * x.softplus().tanh()
 def HardSwish(x): return x * (x / 6 + 0.5).clip(0, 1)
 def HardSigmoid(x, alpha=0.2, beta=0.5): return (x * alpha + beta).clip(0, 1)
-def Elu(x, alpha=1.0): return (x > 0).where(x, (x.exp() - 1) * alpha)
+def _expm1(x: Tensor) -> Tensor: return (x.cast(dtypes.float32) if _f32(x) else x).exp() - 1   # 16-bit exp rounded before the -1 would cancel
+def Elu(x, alpha=1.0): return (x > 0).where(x, (_expm1(x) * alpha).cast(x.dtype))
 def Selu(x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875): return (x > 0).where(x, (x.exp() - 1) * alpha) * gamma
 def Celu(x, alpha=1.0):
   xf = x.cast(dtypes.float32) if x.dtype in (dtypes.bfloat16, dtypes.float16) else x
@@ -456,7 +457,11 @@ def _shifted_exp(t: Tensor, a: int) -> tuple[Tensor, Tensor, Tensor]:
   d = (xf := t.cast(dtypes.float32) if _f32(t) else t) - xf.max(a, keepdim=True).detach()
   e = (d < -87).where(-87.0, d).exp()
   return d, e, e.sum(a, keepdim=True)
-def _softmax(t: Tensor, a: int) -> Tensor: return ((e := _shifted_exp(t, a))[1] * e[2].reciprocal()).cast(t.dtype)
+def _softmax(t: Tensor, a: int) -> Tensor:
+  if _f32(t):   # 16-bit: each step rounded to the type, as ONNX's reference (numpy) does; numpy sums bfloat16 in bfloat16 one add at a time
+    e = (t - t.max(a, keepdim=True)).exp()
+    return e / e.sum(a, keepdim=True, dtype=e.dtype if e.dtype == dtypes.bfloat16 else None)
+  return ((e := _shifted_exp(t, a))[1] * e[2].reciprocal()).cast(t.dtype)
 def _log_softmax(t: Tensor, a: int) -> Tensor: return ((e := _shifted_exp(t, a))[0] - e[2].log()).cast(t.dtype)
 def Softmax(x, axis=None, opset=13): return _flat2d(_softmax, x, (-1 if opset >= 13 else 1) if axis is None else axis, opset)
 def LogSoftmax(x, axis=None, opset=13): return _flat2d(_log_softmax, x, (-1 if opset >= 13 else 1) if axis is None else axis, opset)
@@ -527,8 +532,10 @@ def Conv(x, W, B=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=
       _packed_weights[id(W)] = packed = (weakref.ref(W), W.pack_conv_weight(group))
       weakref.finalize(W, _packed_weights.pop, id(W), None)   # the copy lives as long as the weight
     W = packed[1]
+  # 16-bit: exact products summed in float32, rounded once (numpy's reference does the same)
+  half, f32 = x.dtype, (lambda t: t.cast(dtypes.float32) if t is not None and _f32(t) else t)
   # the padding goes to conv2d (as torch's flat pairs, last dim first), which can lay out the padded input for the device
-  return x.conv2d(W, B, groups=group, stride=tuple(s), dilation=tuple(d), padding=[v for pair in reversed(p) for v in pair])
+  return f32(x).conv2d(f32(W), f32(B), groups=group, stride=tuple(s), dilation=tuple(d), padding=[v for pair in reversed(p) for v in pair]).cast(half)
 _packed_weights: dict[int, tuple[weakref.ref, Tensor]] = {}
 
 def ConvInteger(x, w, x_zero_point=None, w_zero_point=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
@@ -677,14 +684,22 @@ def MeanVarianceNormalization(x, axes=(0, 2, 3)):
   mean = x.mean(tuple(axes), keepdim=True)
   return (x - mean) / ((x.square().mean(tuple(axes), keepdim=True) - mean.square()).sqrt() + 1e-9)
 
+def _numpy_uniform(seed: int, n: int) -> list[float]:
+  # numpy's legacy RandomState: MT19937 seeded by init_genrand, doubles from two draws (53 bits), which is what Python's random.random() makes
+  mt = [seed & 0xffffffff]
+  for i in range(1, 624): mt.append((1812433253 * (mt[-1] ^ (mt[-1] >> 30)) + i) & 0xffffffff)
+  rng = random.Random()
+  rng.setstate((3, (*mt, 624), None))
+  return [rng.random() for _ in range(n)]
 def Dropout(data, ratio=None, training_mode=None, seed=None, is_test=0, n_outputs=1, opset=13):
   r = _scalar(ratio) if isinstance(ratio, Tensor) else (ratio if ratio is not None else 0.5)
   training = bool(_scalar(training_mode)) if training_mode is not None else False
   if not training or r == 0:
     return data if n_outputs == 1 else (data, Tensor.ones(data.shape, dtype=dtypes.bool))
-  if seed is not None: Tensor.manual_seed(seed)
-  mask = Tensor.rand(data.shape) >= r
-  y = mask.where(data / (1 - r), 0).cast(data.dtype)
+  if seed is None: mask = Tensor.rand(data.shape, device=data.device) >= r
+  else:   # seeded: the mask of ONNX's reference, np.random.seed(seed); np.random.uniform(size=shape) >= ratio, reproducible everywhere
+    mask = Tensor([u >= r for u in _numpy_uniform(int(seed), _prod(data.shape))], device=data.device, dtype=dtypes.bool).reshape(data.shape)
+  y = mask.where(data * (1 / (1 - r)), 0).cast(data.dtype)
   return y if n_outputs == 1 else (y, mask)
 
 # ***** losses *****
@@ -939,7 +954,7 @@ def Attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
   mx = sm_in.max(-1, keepdim=True)
   all_masked = mx == neg
   e = (sm_in - all_masked.where(0, mx)).exp()
-  tot = e.sum(-1, keepdim=True)
+  tot = e.sum(-1, keepdim=True, dtype=e.dtype if e.dtype == dtypes.bfloat16 else None)   # numpy sums bfloat16 in bfloat16, one add at a time
   p = e / (tot == 0).where(1, tot)
   p = (bias.max(-1, keepdim=True) == neg).where(0, p)
   if qk_matmul_output_mode == 3: qk_out = p
@@ -1465,7 +1480,7 @@ def CausalConvWithState(input, weight, bias=None, past_state=None, activation="n
   k = weight.shape[2]
   pad = past_state if past_state is not None else Tensor.zeros(b, c, k - 1, dtype=input.dtype)
   padded = pad.cat(input, dim=2) if k > 1 else input
-  y = padded.conv2d(weight, bias, groups=c).cast(input.dtype)
+  y = Conv(padded, weight, bias, group=c)
   if activation in ("silu", "swish"): y = (y.cast(dtypes.float32) * y.cast(dtypes.float32).sigmoid()).cast(input.dtype)
   state = padded.shrink((None, None, (padded.shape[2] - (k - 1), padded.shape[2])))
   return (y, state)[:max(n_outputs, 1)]
