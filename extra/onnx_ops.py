@@ -2,7 +2,7 @@
 A parameter named `opset` receives the model's opset for the op's domain (for version-specific semantics), `n_outputs` the node's output
 count and `runner`/`env` the runner and the current scope (control flow). A tuple return is several outputs; a list is one sequence."""
 from __future__ import annotations
-import functools, itertools, math, random, weakref
+import functools, itertools, math, random, re, struct, weakref, zlib
 from typing import Any, Callable
 from tinygrad import Tensor, dtypes
 from tinygrad.dtype import DType
@@ -1233,6 +1233,79 @@ def Bernoulli(x, dtype=None, seed=None):
 def Multinomial(x, dtype=6, sample_size=1, seed=None):
   if seed is not None: Tensor.manual_seed(int(seed))
   return x.exp().multinomial(sample_size, replacement=True).cast(onnx_dtype(dtype))
+
+# ***** images: the lossless formats the standard library decodes (zlib for PNG); JPEG, JPEG 2000 and WebP need a codec *****
+
+def _png(b: bytes) -> tuple[int, int, int, bytes]:
+  w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", b[16:29])
+  if depth != 8 or (ch := {0: 1, 2: 3, 6: 4}.get(ctype)) is None or interlace:
+    raise NotImplementedError(f"ImageDecoder: PNG of bit depth {depth}, color type {ctype}, interlace {interlace}")
+  idat, pos = bytearray(), 8
+  while pos + 8 <= len(b):
+    n, kind = struct.unpack(">I4s", b[pos:pos + 8])
+    if kind == b"IDAT": idat += b[pos + 8:pos + 8 + n]
+    pos += 12 + n
+  raw, stride, prev, out = zlib.decompress(idat), w * ch, bytearray(w * ch), bytearray()
+  for y in range(h):   # undo each row's filter (none, sub, up, average, paeth), left to right
+    f, row = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+    if len(row) != stride or f > 4: raise ValueError(f"ImageDecoder: PNG row {y} is truncated or has filter {f}")
+    for i in range(stride):
+      (a, c), up = (row[i - ch], prev[i - ch]) if i >= ch else (0, 0), prev[i]
+      if f == 4: pa, pb, pc = abs(up - c), abs(a - c), abs(a + up - 2 * c)
+      row[i] = (row[i] + (0, a, up, (a + up) // 2, a if f == 4 and pa <= pb and pa <= pc else up if f == 4 and pb <= pc else c)[f]) & 255
+    out += row
+    prev = row
+  return h, w, ch, bytes(out)
+
+def _bmp(b: bytes) -> tuple[int, int, int, bytes]:
+  (off,), (w, h), (bpp, comp) = struct.unpack("<I", b[10:14]), struct.unpack("<ii", b[18:26]), struct.unpack("<HI", b[28:34])
+  if bpp != 24 or comp != 0: raise NotImplementedError(f"ImageDecoder: BMP of {bpp} bits, compression {comp}")
+  stride = (w * 3 + 3) & ~3   # rows padded to 4 bytes, stored bottom-up unless the height is negative
+  rows = [b[off + y * stride:off + y * stride + w * 3] for y in (reversed(range(h)) if h > 0 else range(-h))]
+  if any(len(r) != w * 3 for r in rows): raise ValueError("ImageDecoder: BMP pixel data is truncated")
+  bgr, rgb = b"".join(rows), bytearray(w * abs(h) * 3)
+  rgb[0::3], rgb[1::3], rgb[2::3] = bgr[2::3], bgr[1::3], bgr[0::3]
+  return abs(h), w, 3, bytes(rgb)
+
+def _pnm(b: bytes) -> tuple[int, int, int, bytes]:
+  if (m := re.match(rb"P([56])(?:(?:\s|#[^\n]*\n)+(\d+)){3}\s", b)) is None: raise ValueError("ImageDecoder: malformed PNM header")
+  w, h, maxval = (int(v) for v in re.findall(rb"\d+", re.sub(rb"#[^\n]*\n", b"", m.group(0)[2:])))
+  if maxval > 255: raise NotImplementedError(f"ImageDecoder: PNM of maxval {maxval}")
+  ch = 3 if m.group(1) == b"6" else 1
+  if len(px := b[m.end():m.end() + w * h * ch]) != w * h * ch: raise ValueError("ImageDecoder: PNM pixel data is truncated")
+  return h, w, ch, px
+
+def _tiff(b: bytes) -> tuple[int, int, int, bytes]:
+  e = "<" if b[:2] == b"II" else ">"
+  ifd, tags = struct.unpack(e + "I", b[4:8])[0], {}
+  for i in range(struct.unpack(e + "H", b[ifd:ifd + 2])[0]):
+    tag, typ, n, val = struct.unpack(e + "HHI4s", b[ifd + 2 + 12 * i:ifd + 14 + 12 * i])
+    if typ not in (3, 4): continue
+    size = 2 if typ == 3 else 4
+    raw = val if n * size <= 4 else b[(o := struct.unpack(e + "I", val)[0]):o + n * size]
+    tags[tag] = struct.unpack(e + ("H" if typ == 3 else "I") * n, raw[:n * size])
+  w, h, ch = tags[256][0], tags[257][0], tags.get(277, (1,))[0]
+  if tags.get(259, (1,))[0] != 1 or set(tags.get(258, (8,))) != {8} or tags.get(262, (2,))[0] not in (1, 2):
+    raise NotImplementedError("ImageDecoder: only uncompressed 8-bit RGB or grayscale TIFF")
+  px = b"".join(b[o:o + n] for o, n in zip(tags[273], tags[279]))[:w * h * ch]
+  if len(px) != w * h * ch: raise ValueError("ImageDecoder: TIFF pixel data is truncated")
+  return h, w, ch, px
+
+def ImageDecoder(encoded_stream, pixel_format="RGB"):
+  b = bytes(encoded_stream.cast(dtypes.uint8).tolist())
+  fmts = {b"\x89PNG\r\n\x1a\n": _png, b"BM": _bmp, b"P5": _pnm, b"P6": _pnm, b"II*\0": _tiff, b"MM\0*": _tiff}
+  if (dec := next((f for magic, f in fmts.items() if b.startswith(magic)), None)) is None:
+    raise NotImplementedError("ImageDecoder: PNG, BMP, PNM and TIFF decode here (standard library only); JPEG, JPEG 2000 and WebP need a codec")
+  try: h, w, ch, px = dec(b)
+  except (struct.error, zlib.error, KeyError, IndexError) as err:
+    raise ValueError(f"ImageDecoder: malformed {dec.__name__[1:].upper()} data: {err}") from None
+  img = Tensor(px, device=encoded_stream.device).reshape(h, w, ch)[..., :3]   # an alpha channel is dropped
+  if ch == 1: img = img.expand(h, w, 3)
+  if pixel_format == "BGR": return img.flip(-1)
+  if pixel_format == "Grayscale":   # PIL's ITU-R 601-2 luma, in fixed point as it rounds
+    r, g, bl = (img[..., i:i + 1].cast(dtypes.int32) for i in range(3))
+    return ((r * 19595 + g * 38470 + bl * 7471 + 0x8000) // 65536).cast(dtypes.uint8)
+  return img
 
 # ***** strings (numpy object arrays) *****
 
