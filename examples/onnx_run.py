@@ -2,12 +2,12 @@
 """Run any ONNX model with tinygrad: random inputs from the graph's input shapes (or .npy/.pb files), outputs and timings printed,
 compared with onnxruntime when it is installed.
 
-  python3 examples/onnx_run.py MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--dim NAME=SIZE ...] [--runs N] [--jit]
+  python3 examples/onnx_run.py MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--dim NAME=SIZE ...] [--runs N] [--no-jit]
 """
 import argparse, pathlib, sys, time
 sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])   # the repo root, so `extra` imports
 import numpy as np  # noqa: E402
-from tinygrad import Tensor, TinyJit, dtypes  # noqa: E402
+from tinygrad import Tensor, dtypes  # noqa: E402
 from tinygrad.tensor import _to_np_dtype  # noqa: E402
 from extra.onnx import OnnxRunner, onnx_load_message, message_value, onnx_dtype  # noqa: E402
 
@@ -24,12 +24,12 @@ def main():
   ap.add_argument("--input", action="append", default=[], help="NAME=FILE (.npy or TensorProto .pb)")
   ap.add_argument("--dim", action="append", default=[], help="NAME=SIZE for a symbolic dim (default 1)")
   ap.add_argument("--runs", type=int, default=3)
-  ap.add_argument("--jit", action="store_true", help="run under TinyJit")
+  ap.add_argument("--no-jit", action="store_true", help="run the graph in Python every call (by default calls from the third on replay kernels)")
   ap.add_argument("--seed", type=int, default=0)
   args = ap.parse_args()
 
   st = time.perf_counter()
-  runner = OnnxRunner(args.model)
+  runner = OnnxRunner(args.model, jit=not args.no_jit)
   g = runner.graph
   print(f"loaded {args.model}: opsets {runner.opsets}, {len(g.node)} nodes, {len(runner.initializers)} initializers "
         f"in {(time.perf_counter() - st) * 1e3:.1f} ms")
@@ -45,12 +45,11 @@ def main():
     print(f"  input {vi.name}: {inputs[vi.name].shape} {inputs[vi.name].dtype}")
 
   def run(feed): return {k: v.realize() if isinstance(v, Tensor) else v for k, v in runner(feed).items()}
-  fn = TinyJit(run) if args.jit else run
   outs, times = {}, []
   for i in range(max(args.runs, 1)):
     st = time.perf_counter()
     feed = {k: Tensor(v) for k, v in inputs.items()}
-    outs = fn(feed)
+    outs = run(feed)
     for v in outs.values():
       if isinstance(v, Tensor): v.numpy()
     times.append(time.perf_counter() - st)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib, dataclasses, inspect, pathlib, time
 from collections import ChainMap
 from typing import Any, Callable
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, TinyJit, dtypes
+from tinygrad.helpers import JIT
+from tinygrad.engine.realize import BufferCopy, JitError, capturing
 from tinygrad.device import is_dtype_supported
 from tinygrad.dtype import DType
 from extra.onnx_parser import (onnx_load, onnx_load_message, OnnxParser, ModelProto, GraphProto, NodeProto, OnnxTensor, AttributeProto,
@@ -63,8 +65,9 @@ def _value_kind(t: TypeProto|None) -> str:
 
 class OnnxRunner:
   """Runs an ONNX model: `OnnxRunner(path)(inputs)` -> dict of output Tensors in graph output order.
-  model: a path, pathlib.Path, bytes, a Tensor of the file's bytes, or a parsed ModelProto."""
-  def __init__(self, model: str|pathlib.Path|bytes|Tensor|ModelProto, device: str|None = None, load_external_data: bool = True):
+  model: a path, pathlib.Path, bytes, a Tensor of the file's bytes, or a parsed ModelProto.
+  jit: replay the kernels of repeated calls with the same input shapes and dtypes (TinyJit), see __init__; False (or JIT=0): eager."""
+  def __init__(self, model: str|pathlib.Path|bytes|Tensor|ModelProto, device: str|None = None, load_external_data: bool = True, jit: bool = True):
     from extra import onnx_ops, onnx_ms_ops  # noqa: F401  (onnx_ms_ops registers the com.microsoft domain)
     self.ops = onnx_ops
     self.model = model if isinstance(model, ModelProto) else onnx_load(model, load_external_data=load_external_data)
@@ -85,6 +88,11 @@ class OnnxRunner:
     self._shape_values: dict[int, Tensor] = {}   # id -> Tensor of the values computed outside a capture
     # the graph as it runs: nodes that read only weights computed once here, BatchNormalization folded into the Conv before it
     self.exec_graph = dataclasses.replace(self.graph, node=self._fold_batchnorms(self._fold_constants(list(self.graph.node))))
+    # calls with the inputs' shapes, dtypes and devices of an earlier call replay that call's kernels (TinyJit): the graph's Python runs
+    # only in the first two calls of each input signature. Models with random ops always run eagerly; one that reads tensor data to go on
+    # (If, Loop, NonZero ...) fails the capture and runs eagerly from then on, for that signature. jit=False or JIT=0: always eager.
+    self.jit = jit and not any(_is_random(n) for n in _all_nodes(self.graph, self.model.functions))
+    self._jits: dict[tuple, TinyJit|None] = {}
 
   def _add_constant(self, name: str, value: Any):
     if isinstance(value, Tensor): value.realize()
@@ -192,6 +200,18 @@ class OnnxRunner:
       elif vi.name not in values:
         if _value_kind(vi.type) == "optional": values[vi.name] = None
         else: raise KeyError(f"missing input {vi.name!r} (shape {vi.shape}); the model's inputs are {[v.name for v in self.inputs]}")
+    feed = {vi.name: values[vi.name] for vi in self.graph.input if vi.name in inputs}
+    if self.jit and JIT and not debug and not capturing and all(isinstance(v, Tensor) or v is None for v in feed.values()):
+      key = tuple((n, v.shape, v.dtype, v.device) if isinstance(v, Tensor) else (n, None) for n, v in feed.items())
+      if key not in self._jits:
+        rest = {n: v for n, v in values.items() if n not in feed}   # weights, defaults and missing optionals: the same every call
+        self._jits[key] = TinyJit(lambda feed: self._run({**rest, **feed}))
+      if (jit := self._jits[key]) is not None:
+        try: return {n: _own_copy(v) for n, v in jit(feed).items()}   # the next replay overwrites the jit's outputs
+        except JitError: self._jits[key] = None   # reads tensor data, or returns an input: eager for these shapes
+    return self._run(values)
+
+  def _run(self, values: dict[str, Any]) -> dict[str, Any]:
     self.node_count = 0
     self._shape_values = dict(self._constants)
     env = self.run_graph(self.exec_graph, values)
@@ -277,6 +297,27 @@ class OnnxRunner:
     self.run_graph(graph, env)
     return [env[o.name] for o in graph.output]
 
+def _own_copy(v: Any) -> Any:
+  if isinstance(v, list): return [_own_copy(x) for x in v]
+  if not isinstance(v, Tensor) or v.numel() == 0: return v
+  if (src := v._plain_buffer()) is None: return v.clone().realize()
+  out = Tensor.empty(*v.shape, dtype=v.dtype, device=v.device)
+  BufferCopy(src.buffer.nbytes, out.device, v.device).copy(out.uop.base.buffer.allocate(), src.buffer)
+  return out
+
+def _all_nodes(graph: GraphProto, functions: list) -> list[NodeProto]:
+  """The graph's nodes, with those of its subgraphs and local functions."""
+  nodes, stack = [], [graph, *[GraphProto(node=f.node) for f in functions]]
+  while stack:
+    for node in stack.pop().node:
+      nodes.append(node)
+      for a in node.attribute: stack.extend([a.value] if a.type == AttributeType.GRAPH else a.value if a.type == AttributeType.GRAPHS else [])
+  return nodes
+
+# draws new values every call (a replay would repeat the capture's); Dropout only with a training_mode input
+def _is_random(node: NodeProto) -> bool:
+  return node.op_type in _RANDOM_OPS or (node.op_type == "Dropout" and len(node.input) > 2 and bool(node.input[2]))
+
 @contextlib.contextmanager
 def _outside_capture():
   # kernels run here are not part of a TinyJit capture in progress: they run once and their buffers are constants of the capture
@@ -289,6 +330,8 @@ def _outside_capture():
 # never run at load: their values change from call to call, or they run subgraphs
 _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout", "If", "Loop", "Scan",
             "SequenceMap"}
+
+_RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 
 _PARAMS: dict[Callable, set[str]] = {}
 def _params(fn: Callable) -> set[str]:

@@ -2,7 +2,7 @@
 A parameter named `opset` receives the model's opset for the op's domain (for version-specific semantics), `n_outputs` the node's output
 count and `runner`/`env` the runner and the current scope (control flow). A tuple return is several outputs; a list is one sequence."""
 from __future__ import annotations
-import functools, itertools, math, weakref
+import functools, itertools, math, random, re, struct, weakref, zlib
 from typing import Any, Callable
 from tinygrad import Tensor, dtypes
 from tinygrad.dtype import DType
@@ -94,7 +94,8 @@ def Softsign(x): return x.softsign()
 def Mish(x): return x * x.softplus().tanh()
 def HardSwish(x): return x * (x / 6 + 0.5).clip(0, 1)
 def HardSigmoid(x, alpha=0.2, beta=0.5): return (x * alpha + beta).clip(0, 1)
-def Elu(x, alpha=1.0): return (x > 0).where(x, (x.exp() - 1) * alpha)
+def _expm1(x: Tensor) -> Tensor: return (x.cast(dtypes.float32) if _f32(x) else x).exp() - 1   # 16-bit exp rounded before the -1 would cancel
+def Elu(x, alpha=1.0): return (x > 0).where(x, (_expm1(x) * alpha).cast(x.dtype))
 def Selu(x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875): return (x > 0).where(x, (x.exp() - 1) * alpha) * gamma
 def Celu(x, alpha=1.0):
   xf = x.cast(dtypes.float32) if x.dtype in (dtypes.bfloat16, dtypes.float16) else x
@@ -456,7 +457,11 @@ def _shifted_exp(t: Tensor, a: int) -> tuple[Tensor, Tensor, Tensor]:
   d = (xf := t.cast(dtypes.float32) if _f32(t) else t) - xf.max(a, keepdim=True).detach()
   e = (d < -87).where(-87.0, d).exp()
   return d, e, e.sum(a, keepdim=True)
-def _softmax(t: Tensor, a: int) -> Tensor: return ((e := _shifted_exp(t, a))[1] * e[2].reciprocal()).cast(t.dtype)
+def _softmax(t: Tensor, a: int) -> Tensor:
+  if _f32(t):   # 16-bit: each step rounded to the type, as ONNX's reference (numpy) does; numpy sums bfloat16 in bfloat16 one add at a time
+    e = (t - t.max(a, keepdim=True)).exp()
+    return e / e.sum(a, keepdim=True, dtype=e.dtype if e.dtype == dtypes.bfloat16 else None)
+  return ((e := _shifted_exp(t, a))[1] * e[2].reciprocal()).cast(t.dtype)
 def _log_softmax(t: Tensor, a: int) -> Tensor: return ((e := _shifted_exp(t, a))[0] - e[2].log()).cast(t.dtype)
 def Softmax(x, axis=None, opset=13): return _flat2d(_softmax, x, (-1 if opset >= 13 else 1) if axis is None else axis, opset)
 def LogSoftmax(x, axis=None, opset=13): return _flat2d(_log_softmax, x, (-1 if opset >= 13 else 1) if axis is None else axis, opset)
@@ -527,8 +532,10 @@ def Conv(x, W, B=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=
       _packed_weights[id(W)] = packed = (weakref.ref(W), W.pack_conv_weight(group))
       weakref.finalize(W, _packed_weights.pop, id(W), None)   # the copy lives as long as the weight
     W = packed[1]
+  # 16-bit: exact products summed in float32, rounded once (numpy's reference does the same)
+  half, f32 = x.dtype, (lambda t: t.cast(dtypes.float32) if t is not None and _f32(t) else t)
   # the padding goes to conv2d (as torch's flat pairs, last dim first), which can lay out the padded input for the device
-  return x.conv2d(W, B, groups=group, stride=tuple(s), dilation=tuple(d), padding=[v for pair in reversed(p) for v in pair])
+  return f32(x).conv2d(f32(W), f32(B), groups=group, stride=tuple(s), dilation=tuple(d), padding=[v for pair in reversed(p) for v in pair]).cast(half)
 _packed_weights: dict[int, tuple[weakref.ref, Tensor]] = {}
 
 def ConvInteger(x, w, x_zero_point=None, w_zero_point=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
@@ -677,14 +684,22 @@ def MeanVarianceNormalization(x, axes=(0, 2, 3)):
   mean = x.mean(tuple(axes), keepdim=True)
   return (x - mean) / ((x.square().mean(tuple(axes), keepdim=True) - mean.square()).sqrt() + 1e-9)
 
+def _numpy_uniform(seed: int, n: int) -> list[float]:
+  # numpy's legacy RandomState: MT19937 seeded by init_genrand, doubles from two draws (53 bits), which is what Python's random.random() makes
+  mt = [seed & 0xffffffff]
+  for i in range(1, 624): mt.append((1812433253 * (mt[-1] ^ (mt[-1] >> 30)) + i) & 0xffffffff)
+  rng = random.Random()
+  rng.setstate((3, (*mt, 624), None))
+  return [rng.random() for _ in range(n)]
 def Dropout(data, ratio=None, training_mode=None, seed=None, is_test=0, n_outputs=1, opset=13):
   r = _scalar(ratio) if isinstance(ratio, Tensor) else (ratio if ratio is not None else 0.5)
   training = bool(_scalar(training_mode)) if training_mode is not None else False
   if not training or r == 0:
     return data if n_outputs == 1 else (data, Tensor.ones(data.shape, dtype=dtypes.bool))
-  if seed is not None: Tensor.manual_seed(seed)
-  mask = Tensor.rand(data.shape) >= r
-  y = mask.where(data / (1 - r), 0).cast(data.dtype)
+  if seed is None: mask = Tensor.rand(data.shape, device=data.device) >= r
+  else:   # seeded: the mask of ONNX's reference, np.random.seed(seed); np.random.uniform(size=shape) >= ratio, reproducible everywhere
+    mask = Tensor([u >= r for u in _numpy_uniform(int(seed), _prod(data.shape))], device=data.device, dtype=dtypes.bool).reshape(data.shape)
+  y = mask.where(data * (1 / (1 - r)), 0).cast(data.dtype)
   return y if n_outputs == 1 else (y, mask)
 
 # ***** losses *****
@@ -939,7 +954,7 @@ def Attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
   mx = sm_in.max(-1, keepdim=True)
   all_masked = mx == neg
   e = (sm_in - all_masked.where(0, mx)).exp()
-  tot = e.sum(-1, keepdim=True)
+  tot = e.sum(-1, keepdim=True, dtype=e.dtype if e.dtype == dtypes.bfloat16 else None)   # numpy sums bfloat16 in bfloat16, one add at a time
   p = e / (tot == 0).where(1, tot)
   p = (bias.max(-1, keepdim=True) == neg).where(0, p)
   if qk_matmul_output_mode == 3: qk_out = p
@@ -1219,6 +1234,79 @@ def Multinomial(x, dtype=6, sample_size=1, seed=None):
   if seed is not None: Tensor.manual_seed(int(seed))
   return x.exp().multinomial(sample_size, replacement=True).cast(onnx_dtype(dtype))
 
+# ***** images: the lossless formats the standard library decodes (zlib for PNG); JPEG, JPEG 2000 and WebP need a codec *****
+
+def _png(b: bytes) -> tuple[int, int, int, bytes]:
+  w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", b[16:29])
+  if depth != 8 or (ch := {0: 1, 2: 3, 6: 4}.get(ctype)) is None or interlace:
+    raise NotImplementedError(f"ImageDecoder: PNG of bit depth {depth}, color type {ctype}, interlace {interlace}")
+  idat, pos = bytearray(), 8
+  while pos + 8 <= len(b):
+    n, kind = struct.unpack(">I4s", b[pos:pos + 8])
+    if kind == b"IDAT": idat += b[pos + 8:pos + 8 + n]
+    pos += 12 + n
+  raw, stride, prev, out = zlib.decompress(idat), w * ch, bytearray(w * ch), bytearray()
+  for y in range(h):   # undo each row's filter (none, sub, up, average, paeth), left to right
+    f, row = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+    if len(row) != stride or f > 4: raise ValueError(f"ImageDecoder: PNG row {y} is truncated or has filter {f}")
+    for i in range(stride):
+      (a, c), up = (row[i - ch], prev[i - ch]) if i >= ch else (0, 0), prev[i]
+      if f == 4: pa, pb, pc = abs(up - c), abs(a - c), abs(a + up - 2 * c)
+      row[i] = (row[i] + (0, a, up, (a + up) // 2, a if f == 4 and pa <= pb and pa <= pc else up if f == 4 and pb <= pc else c)[f]) & 255
+    out += row
+    prev = row
+  return h, w, ch, bytes(out)
+
+def _bmp(b: bytes) -> tuple[int, int, int, bytes]:
+  (off,), (w, h), (bpp, comp) = struct.unpack("<I", b[10:14]), struct.unpack("<ii", b[18:26]), struct.unpack("<HI", b[28:34])
+  if bpp != 24 or comp != 0: raise NotImplementedError(f"ImageDecoder: BMP of {bpp} bits, compression {comp}")
+  stride = (w * 3 + 3) & ~3   # rows padded to 4 bytes, stored bottom-up unless the height is negative
+  rows = [b[off + y * stride:off + y * stride + w * 3] for y in (reversed(range(h)) if h > 0 else range(-h))]
+  if any(len(r) != w * 3 for r in rows): raise ValueError("ImageDecoder: BMP pixel data is truncated")
+  bgr, rgb = b"".join(rows), bytearray(w * abs(h) * 3)
+  rgb[0::3], rgb[1::3], rgb[2::3] = bgr[2::3], bgr[1::3], bgr[0::3]
+  return abs(h), w, 3, bytes(rgb)
+
+def _pnm(b: bytes) -> tuple[int, int, int, bytes]:
+  if (m := re.match(rb"P([56])(?:(?:\s|#[^\n]*\n)+(\d+)){3}\s", b)) is None: raise ValueError("ImageDecoder: malformed PNM header")
+  w, h, maxval = (int(v) for v in re.findall(rb"\d+", re.sub(rb"#[^\n]*\n", b"", m.group(0)[2:])))
+  if maxval > 255: raise NotImplementedError(f"ImageDecoder: PNM of maxval {maxval}")
+  ch = 3 if m.group(1) == b"6" else 1
+  if len(px := b[m.end():m.end() + w * h * ch]) != w * h * ch: raise ValueError("ImageDecoder: PNM pixel data is truncated")
+  return h, w, ch, px
+
+def _tiff(b: bytes) -> tuple[int, int, int, bytes]:
+  e = "<" if b[:2] == b"II" else ">"
+  ifd, tags = struct.unpack(e + "I", b[4:8])[0], {}
+  for i in range(struct.unpack(e + "H", b[ifd:ifd + 2])[0]):
+    tag, typ, n, val = struct.unpack(e + "HHI4s", b[ifd + 2 + 12 * i:ifd + 14 + 12 * i])
+    if typ not in (3, 4): continue
+    size = 2 if typ == 3 else 4
+    raw = val if n * size <= 4 else b[(o := struct.unpack(e + "I", val)[0]):o + n * size]
+    tags[tag] = struct.unpack(e + ("H" if typ == 3 else "I") * n, raw[:n * size])
+  w, h, ch = tags[256][0], tags[257][0], tags.get(277, (1,))[0]
+  if tags.get(259, (1,))[0] != 1 or set(tags.get(258, (8,))) != {8} or tags.get(262, (2,))[0] not in (1, 2):
+    raise NotImplementedError("ImageDecoder: only uncompressed 8-bit RGB or grayscale TIFF")
+  px = b"".join(b[o:o + n] for o, n in zip(tags[273], tags[279]))[:w * h * ch]
+  if len(px) != w * h * ch: raise ValueError("ImageDecoder: TIFF pixel data is truncated")
+  return h, w, ch, px
+
+def ImageDecoder(encoded_stream, pixel_format="RGB"):
+  b = bytes(encoded_stream.cast(dtypes.uint8).tolist())
+  fmts = {b"\x89PNG\r\n\x1a\n": _png, b"BM": _bmp, b"P5": _pnm, b"P6": _pnm, b"II*\0": _tiff, b"MM\0*": _tiff}
+  if (dec := next((f for magic, f in fmts.items() if b.startswith(magic)), None)) is None:
+    raise NotImplementedError("ImageDecoder: PNG, BMP, PNM and TIFF decode here (standard library only); JPEG, JPEG 2000 and WebP need a codec")
+  try: h, w, ch, px = dec(b)
+  except (struct.error, zlib.error, KeyError, IndexError) as err:
+    raise ValueError(f"ImageDecoder: malformed {dec.__name__[1:].upper()} data: {err}") from None
+  img = Tensor(px, device=encoded_stream.device).reshape(h, w, ch)[..., :3]   # an alpha channel is dropped
+  if ch == 1: img = img.expand(h, w, 3)
+  if pixel_format == "BGR": return img.flip(-1)
+  if pixel_format == "Grayscale":   # PIL's ITU-R 601-2 luma, in fixed point as it rounds
+    r, g, bl = (img[..., i:i + 1].cast(dtypes.int32) for i in range(3))
+    return ((r * 19595 + g * 38470 + bl * 7471 + 0x8000) // 65536).cast(dtypes.uint8)
+  return img
+
 # ***** strings (numpy object arrays) *****
 
 def _np():
@@ -1465,7 +1553,7 @@ def CausalConvWithState(input, weight, bias=None, past_state=None, activation="n
   k = weight.shape[2]
   pad = past_state if past_state is not None else Tensor.zeros(b, c, k - 1, dtype=input.dtype)
   padded = pad.cat(input, dim=2) if k > 1 else input
-  y = padded.conv2d(weight, bias, groups=c).cast(input.dtype)
+  y = Conv(padded, weight, bias, group=c)
   if activation in ("silu", "swish"): y = (y.cast(dtypes.float32) * y.cast(dtypes.float32).sigmoid()).cast(input.dtype)
   state = padded.shrink((None, None, (padded.shape[2] - (k - 1), padded.shape[2])))
   return (y, state)[:max(n_outputs, 1)]

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""ONNX latency: ResNet-18 (1x3x224x224) and a BERT-like encoder exported from PyTorch, tinygrad (OnnxRunner under TinyJit, and eager:
-the graph built, scheduled and run every call) vs onnxruntime vs PyTorch, in one run. They take turns call by call, so a loaded machine
-slows them alike; each number is the best of --runs calls.
+"""ONNX latency: ResNet-18 (1x3x224x224) and a BERT-like encoder exported from PyTorch, tinygrad (OnnxRunner as a user calls it, numpy in
+and out: it replays the captured kernels from the third call on; and with jit=False: the graph built, scheduled and run every call) vs
+onnxruntime vs PyTorch, in one run. They take turns call by call, so a loaded machine slows them alike; each number is the best of --runs
+calls. "kernels ms" is the sum of the replayed kernels' own run times, "python ms" the rest of a tinygrad call (input checks and copies,
+replay, output copy): the per-call overhead.
   python3 extra/bench/bench_onnx.py [--runs N] [--threads T] [--only resnet18|bert_like]
 --threads 1 (the default): one thread each (CPU_THREADS=1, intra_op_num_threads=1, torch.set_num_threads(1)), timed as this process's
 CPU time, which other processes on the machine don't inflate. --threads T > 1: T threads each, timed by the wall clock."""
@@ -15,7 +17,7 @@ args = ap.parse_args()
 os.environ["CPU_THREADS"] = str(args.threads)   # read when tinygrad's CPU device starts
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from tinygrad import Tensor, TinyJit  # noqa: E402
+from tinygrad.engine.jit import GraphRunner  # noqa: E402
 from extra.onnx import OnnxRunner  # noqa: E402
 from extra.onnx_torch_models import resnet18, bert_like, export  # noqa: E402
 
@@ -34,16 +36,14 @@ def main():
     cases.append(("bert_like", bert_like, {"ids": ids, "mask": mask}))
   how = "process CPU time, 1 thread each" if args.threads == 1 else f"wall time, {args.threads} threads each"
   print(f"best of {args.runs} calls, {how}")
-  print(f"{'model':12s} {'tinygrad ms':>12s} {'tg eager ms':>12s} {'onnxruntime ms':>15s} {'torch ms':>10s} {'tg/ort':>8s} {'tg/torch':>9s} "
-        f"{'max |diff|':>11s}")
+  print(f"{'model':12s} {'tinygrad ms':>12s} {'kernels ms':>11s} {'python ms':>10s} {'tg no-jit ms':>13s} {'onnxruntime ms':>15s} {'torch ms':>10s} "
+        f"{'tg/ort':>8s} {'tg/torch':>9s} {'max |diff|':>11s}")
   for name, make, feed in cases:
     net = make()
     model = export(net, tuple(torch.from_numpy(v) for v in feed.values()), list(feed))
-    runner = OnnxRunner(model)
-    jit = TinyJit(lambda **kw: runner(kw)["out"].realize())
-    tg_feed = {k: Tensor(v) for k, v in feed.items()}
-    def tg(): return jit(**tg_feed).numpy()
-    def tg_eager(): return runner(tg_feed)["out"].numpy()
+    runner, eager = OnnxRunner(model), OnnxRunner(model, jit=False)
+    def tg(): return runner(feed)["out"].numpy()
+    def tg_eager(): return eager(feed)["out"].numpy()
     opts = ort.SessionOptions()
     opts.intra_op_num_threads, opts.inter_op_num_threads = args.threads, 1
     sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
@@ -53,14 +53,19 @@ def main():
       with torch.no_grad(): return net(*tfeed)
     for _ in range(3): out = tg()   # the JIT captures on the second call
     diff = max(float(np.abs(out - ref()).max()), float(np.abs(tg_eager() - ref()).max()))
-    best = {f: float("inf") for f in (tg, tg_eager, ref, pt)}
+    kernels = [k for jit in runner._jits.values() if jit is not None for ei in jit.jit_cache
+               for k in (ei.prg.jit_cache if isinstance(ei.prg, GraphRunner) else [ei])]
+    def tg_kernels():
+      for ei in kernels: ei.run({}, wait=True)
+    best = {f: float("inf") for f in (tg, tg_kernels, tg_eager, ref, pt)}
     for _ in range(args.runs):
       for f in best:
         st = clock()
         f()
         best[f] = min(best[f], clock() - st)
-    t_tg, t_eager, t_ort, t_pt = (best[f] * 1e3 for f in (tg, tg_eager, ref, pt))
-    print(f"{name:12s} {t_tg:12.2f} {t_eager:12.2f} {t_ort:15.2f} {t_pt:10.2f} {t_tg / t_ort:8.2f} {t_tg / t_pt:9.2f} {diff:11.2e}")
+    t_tg, t_k, t_eager, t_ort, t_pt = (best[f] * 1e3 for f in (tg, tg_kernels, tg_eager, ref, pt))
+    print(f"{name:12s} {t_tg:12.2f} {t_k:11.2f} {t_tg - t_k:10.2f} {t_eager:13.2f} {t_ort:15.2f} {t_pt:10.2f} {t_tg / t_ort:8.2f} {t_tg / t_pt:9.2f} "
+          f"{diff:11.2e}")
 
 if __name__ == "__main__":
   main()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import helper, numpy_helper, TensorProto  # noqa: E402
-from tinygrad import Tensor, TinyJit  # noqa: E402
+from tinygrad import Tensor, TinyJit, GlobalCounters  # noqa: E402
 from tinygrad.device import Device  # noqa: E402
 from extra.onnx import OnnxRunner, onnx_load  # noqa: E402
 from extra.onnx_conformance import run_tinygrad, compare  # noqa: E402
@@ -72,6 +72,66 @@ def test_tinyjit():
   for i in range(4):
     x = np.random.default_rng(i).standard_normal((2, 4)).astype(np.float32)
     np.testing.assert_allclose(jit(Tensor(x)).numpy(), np.maximum(x @ numpy_helper.to_array(w), 0), rtol=1e-5, atol=1e-6)
+
+def _matmul_relu_runner(**kw):
+  w = np.random.default_rng(1).standard_normal((4, 5)).astype(np.float32)
+  r = OnnxRunner(_model([helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+                        [_vi("x", ["n", 4])], [_vi("y", ["n", 5])], initializers=[numpy_helper.from_array(w, "w")]), **kw)
+  return r, w
+
+def test_repeated_calls_replay_and_keep_their_outputs():
+  r, w = _matmul_relu_runner()
+  xs = [np.random.default_rng(i).standard_normal((2 if i < 5 else 3, 4)).astype(np.float32) for i in range(7)]
+  outs = [r({"x": x})["y"] for x in xs]   # a new batch size at call 5: captured anew
+  for x, y in zip(xs, outs): np.testing.assert_allclose(y.numpy(), np.maximum(x @ w, 0), rtol=1e-5, atol=1e-6)   # no output overwritten
+  assert sorted(j.cnt for j in r._jits.values()) == [2, 5]   # n=2: captured in call 2, calls 3-5 replayed; n=3: captured in its call 2
+  kernels, r.node_count = GlobalCounters.kernel_count, 0
+  r({"x": xs[0]})
+  assert GlobalCounters.kernel_count - kernels == 1 and r.node_count == 0   # a replay: the fused matmul+relu, no node run in Python
+  r_eager, _ = _matmul_relu_runner(jit=False)
+  r_eager({"x": xs[0]}), r_eager({"x": xs[1]})
+  assert r_eager._jits == {}
+
+def test_data_dependent_and_random_models_run_eagerly():
+  # NonZero's output shape depends on the data: the capture fails and the runner stays eager, with the right answers every call
+  r = OnnxRunner(_model([helper.make_node("NonZero", ["x"], ["y"])], [_vi("x", [6])], [_vi("y", None, TensorProto.INT64)]))
+  for i in range(4):
+    x = (np.random.default_rng(i).standard_normal(6) > 0).astype(np.float32)
+    np.testing.assert_equal(r({"x": x})["y"].numpy(), np.array(np.nonzero(x)))
+  assert list(r._jits.values()) == [None]
+  # an output that is the input itself can't be a jit's output: eager too
+  ident = OnnxRunner(_model([helper.make_node("Identity", ["x"], ["y"])], [_vi("x", [2])], [_vi("y", [2])]))
+  for i in range(3): assert ident({"x": np.array([i, -i], np.float32)})["y"].tolist() == [i, -i]
+  rnd = OnnxRunner(_model([helper.make_node("RandomUniformLike", ["x"], ["y"]), helper.make_node("Add", ["y", "x"], ["z"])], [_vi("x", [3])],
+                          [_vi("z", [3])]))
+  assert not rnd.jit and len({tuple(rnd({"x": np.zeros(3, np.float32)})["z"].tolist()) for _ in range(3)}) == 3   # new draws every call
+
+def _png_bytes(img, filters):
+  # an 8-bit PNG whose rows use the given filters (0 none, 1 sub, 2 up, 3 average, 4 paeth), encoded here with numpy
+  import zlib, struct
+  h, w, ch = img.shape
+  raw, prev = bytearray(), np.zeros(w * ch, np.int64)
+  for y in range(h):
+    row, f, out = img[y].reshape(-1).astype(np.int64), filters[y % len(filters)], []
+    for i in range(w * ch):
+      a, c, up = (row[i - ch] if i >= ch else 0), (prev[i - ch] if i >= ch else 0), prev[i]
+      pa, pb, pc = abs(up - c), abs(a - c), abs(a + up - 2 * c)
+      out.append((row[i] - [0, a, up, (a + up) // 2, a if pa <= pb and pa <= pc else up if pb <= pc else c][f]) & 255)
+    raw += bytes([f] + out)
+    prev = row
+  def chunk(k, d): return struct.pack(">I", len(d)) + k + d + struct.pack(">I", zlib.crc32(k + d))
+  ihdr = struct.pack(">IIBBBBB", w, h, 8, {1: 0, 3: 2, 4: 6}[ch], 0, 0, 0)
+  return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(bytes(raw))) + chunk(b"IEND", b"")
+
+@pytest.mark.parametrize("ch", [1, 3, 4])
+def test_image_decoder_png_filters_and_malformed(ch):
+  img = np.random.default_rng(ch).integers(0, 256, (6, 5, ch), dtype=np.uint8)
+  m = _model([helper.make_node("ImageDecoder", ["s"], ["y"], pixel_format="BGR")], [_vi("s", [None], TensorProto.UINT8)],
+             [_vi("y", None, TensorProto.UINT8)], opset=20)
+  data = np.frombuffer(_png_bytes(img, [0, 1, 2, 3, 4]), np.uint8)
+  rgb = np.repeat(img, 3, -1) if ch == 1 else img[..., :3]
+  np.testing.assert_equal(OnnxRunner(m)({"s": data})["y"].numpy(), rgb[..., ::-1])
+  with pytest.raises(ValueError, match="PNG"): OnnxRunner(m)({"s": data[:60]})   # cut inside the compressed pixels
 
 def test_tensor_of_bytes_and_onnx_load_reexport():
   raw = _model([helper.make_node("Neg", ["x"], ["y"])], [_vi("x", [2])], [_vi("y", [2])])

@@ -111,7 +111,7 @@ class ExecItem:
   def run(self, _var_vals:dict[UOp, int]|None=None, wait=False, jit=False, do_update_stats=True) -> float|None:
     var_vals = self.fixedvars if not _var_vals else {**_var_vals, **self.fixedvars} if self.fixedvars else _var_vals
     bufs = [x if hasattr(x, "_buf") else x.ensure_allocated() for x in self.bufs if x is not None]
-    et = self.prg(bufs, var_vals, wait=wait or (debug := DEBUG.value) >= 2)
+    et = self.prg(bufs, var_vals, wait=(debug := DEBUG.value) >= 2 or wait)
     if do_update_stats:
       GlobalCounters.kernel_count += 1
       op_est, mem_est = self.prg.estimates.ops, self.prg.estimates.mem
