@@ -210,27 +210,49 @@ def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   u = (hi < lower).where(0.0, u)
   return hi.ne(hi).where(math.nan, u)
 
+@functools.cache
+def _economized(dt:DType, skip:int=0) -> list[float]:
+  """near-minimax coefficients (highest degree first) for e**r (skip=2: (e**r - 1 - r)/r**2) on |r| <= 0.35: the exact Taylor series re-expanded in
+  Chebyshev polynomials of r/0.35 and cut there, with all the arithmetic in rationals. Degree 6 (float32) / 11 (float64) for e**r puts
+  the approximation error near 1/40 ulp, two terms fewer than the Taylor series needs."""
+  n, h = (11 if _is64(dt) else 6) - skip // 2, Fraction(35, 100)
+  a = [Fraction(1, math.factorial(k + skip)) * h**k for k in range(n + 12)]   # the series of g(u) = f(h*u), far past degree n
+  cheb = [Fraction(0)] * len(a)
+  for k, ak in enumerate(a):   # u**k = 2**(1-k) * sum binom(k, (k-j)/2) T_j(u), T_0's term halved
+    for j in range(k % 2, k + 1, 2): cheb[j] += ak * Fraction(math.comb(k, (k - j) // 2) * (1 if j == 0 else 2), 2**k)
+  T, out = [[Fraction(1)], [Fraction(0), Fraction(1)]], [Fraction(0)] * (n + 1)
+  while len(T) <= n: T.append([2*c - (T[-2][i] if i < len(T[-2]) else 0) for i, c in enumerate([Fraction(0)] + T[-1])])
+  for j in range(n + 1):
+    for i, c in enumerate(T[j]): out[i] += cheb[j] * c
+  return [_rnd(c / h**k, dt) for k, c in enumerate(out)][::-1]
+
+def _exp_reduce(x:UOp) -> tuple[UOp, UOp]:
+  """(r, u) with x = k*ln2 + r, |r| <= 0.35, and u = k + 2*bias as an int, for finite |x| < 2**11 (or nan: garbage u, nan r). k is x/ln2
+  rounded by adding 1.5*2**mantissa_bits (the sum's last bit is the ones place), so u comes from its bits with no float -> int cast; ln2's
+  high part has enough trailing zeros that k times it is exact (Cody-Waite). Both products can fuse into FMAs without changing r."""
+  dt, it = x.dtype.scalar(), int_type(x.dtype)
+  magic = 1.5 * 2.0**mantissa_bits(dt)
+  ln2_hi, ln2_lo = _ln2_parts(dt)
+  t = x * _rnd(1 / _frac(_ln2_fixed()), dt) + magic
+  kf = t - magic
+  r = kf * -ln2_lo + (kf * -ln2_hi + x)
+  magic_bits = struct.unpack("<q" if _is64(dt) else "<i", struct.pack("<d" if _is64(dt) else "<f", magic))[0]
+  return r, t.bitcast(it) - (magic_bits - 2*exponent_bias(dt))
+
 def xexp(d:UOp) -> UOp:
-  """e**d: d = k*ln2 + r, k = d/ln2 rounded to nearest, clamped to the exponents where e**d is finite and nonzero, k*ln2 taken off
-  exactly (Cody-Waite: ln2's high part has enough trailing zeros that k times it is exact), then e**r (|r| <= ln2/2 in range) by its
-  Taylor series, times 2**k in two exact power-of-two factors (the last product rounds once, also into the denormals). Past the range
-  r grows; its clip to 0.71 makes the product overflow to inf or round to 0, as it should. A nan goes on through r. Every clamp is a
-  max/min select (one vector instruction); no int maths but the 2**k bits."""
+  """e**d: d clamped from above to where e**d overflows and from below to where k = -2*bias (selects that keep a nan), d = k*ln2 + r
+  (_exp_reduce), e**r by a near-minimax polynomial (_economized), times 2**k in two exact power-of-two factors, so the last product rounds
+  once, also into the denormals. At the lower clamp both factors are 0.0: -inf (a masked softmax) gives 0 without the slow denormal
+  arithmetic that a product underflowing to 0 takes."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xexp(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
-  f64 = _is64(dt)
-  ln2 = _frac(_ln2_fixed())
-  hi, lo = _ln2_parts(dt)
-  kmin, kmax = (-1075.0, 1024.0) if f64 else (-150.0, 128.0)
-  t = d * _rnd(1 / ln2, dt)
-  # floor(t + 1/2), t rounded to nearest, as a TRUNC of a value that is positive wherever the result is above kmin (no select)
-  k = (t + (0.5 - kmin)).alu(Ops.TRUNC) + kmin
-  k = (_fc(k, kmin) < k).where(k, kmin)
-  k = (k < kmax).where(k, kmax)
-  r = (d - k * hi) - k * lo
-  r = (r < -0.71).where(-0.71, r)
-  r = (_fc(r, 0.71) < r).where(0.71, r)
-  return ldexp2k(_poly(r, _exp_taylor(dt)), k.cast(int_type(k.dtype)))
+  lo, hi = (-1418.0, 710.0) if _is64(dt) else (-176.0, 89.0)
+  x = (d < lo).where(lo, d)
+  x = (_fc(x, hi) < x).where(hi, x)
+  r, u = _exp_reduce(x)
+  half = shr(u, 1)   # k//2 + bias (2*bias is even): the factors are 2**(k//2) and 2**(k - k//2), normal or (at the clamp) 0.0
+  p = _poly(r, _economized(dt))
+  return (p * shl(half, mantissa_bits(dt)).bitcast(d.dtype)) * shl(u - half, mantissa_bits(dt)).bitcast(d.dtype)
 
 def _ln2_parts(dt:DType) -> tuple[float, float]:
   # ln2 = hi + lo, hi with enough trailing zeros that k*hi is exact for |k| < 2**12 (float64) / 2**9 (float32)
@@ -238,45 +260,26 @@ def _ln2_parts(dt:DType) -> tuple[float, float]:
   hi = math.ldexp(round(math.ldexp(float(ln2), keep)), -keep)
   return hi, _rnd(ln2 - Fraction(hi), dt)
 
-def _exp_taylor(dt:DType) -> list[float]:
-  # Taylor terms until the first left out, on |r| <= ln2/2, is below 2**-(mantissa bits + 5)
-  n = next(n for n in range(4, 30) if 0.3466**(n+1) / math.factorial(n+1) < 2.0**-(mantissa_bits(dt) + 5))
-  return [_rnd(Fraction(1, math.factorial(i)), dt) for i in range(n, -1, -1)]
-
-def _exp_of_bounded(a:UOp) -> UOp:
-  """e**a for 0 <= a <= 64 (or nan): xexp without its clamps and with one power-of-two factor (2**k is a normal number here)"""
-  hi, lo = _ln2_parts(a.dtype.scalar())
-  # a >= 0: the cast rounds down; a nan takes k = 92 (no nan reaches an int cast) and goes on through the polynomial
-  k = ((a < 64.0).where(a, 64.0) * _rnd(1 / _frac(_ln2_fixed()), a.dtype.scalar()) + 0.5).cast(int_type(a.dtype))
-  kf = k.cast(a.dtype)
-  return _poly((a - kf * hi) - kf * lo, _exp_taylor(a.dtype.scalar())) * pow2if(k, a.dtype)
-
-@functools.cache
-def _tanh_taylor(n:int) -> tuple[Fraction, ...]:
-  # tanh x = sum a_k x**(2k+1): from y' = 1 - y**2, a_0 = 1 and (2k+1) a_k = -sum_{i+j=k-1} a_i a_j
-  a = [Fraction(1)]
-  for k in range(1, n): a.append(-sum((a[i] * a[k-1-i] for i in range(k)), Fraction(0)) / (2*k+1))
-  return tuple(a)
-
 def xtanh(d:UOp) -> UOp:
-  """tanh |d| with d's sign: below |d| = 0.55 by its odd Taylor series as x + x*(x**2*P(x**2)) (the correction is under x/10, so
-  under 1.5 ulp), above as 1 - 2/(1 + e**2|d|): the result is at least 1/2 there, so the subtraction costs under an ulp.
+  """tanh |d| = -E/(E + 2) with E = e**(-2|d|) - 1, and d's sign put back with bit operations. E = 2**k*(e**r - 1) + (2**k - 1) keeps its
+  relative precision near 0 (k = 0 there: the polynomial for e**r - 1 alone), and for k < 0 both terms share a sign or the second is at least
+  twice the first, so nothing cancels. -2|d| is clamped at -20 (float32) / -40 (float64), where tanh rounds to 1: one exp, one division.
   inf -> +-1, nan -> nan, -0 -> -0."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xtanh(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
-  ut, sign = int_type(d.dtype, True), 1 << (dt.itemsize * 8 - 1)
-  ax = (d.bitcast(ut) & (sign - 1)).bitcast(d.dtype)   # |d| and then d's sign back: bit operations, one vector instruction each
-  small = ax < 0.55
-  s = small.where(ax, 0.0)
-  s2 = s * s
-  # terms until the first left out is below 2**-55 (float64) / 2**-27 (float32) of x at x = 0.55
-  series = s + s * (s2 * _poly(s2, [_rnd(c, dt) for c in reversed(_tanh_taylor(19 if _is64(dt) else 8)[1:])]))
-  # past |d| = 10 (float32) / 19 (float64) tanh rounds to 1: e**2|d| is clamped there, so its exp needs no range handling
-  big_arg = small.where(0.0, ax) * 2.0
-  cap = 40.0 if _is64(dt) else 20.0
-  big = 1.0 - 2.0 / (_exp_of_bounded((_fc(big_arg, cap) < big_arg).where(cap, big_arg)) + 1.0)
-  r = small.where(series, big)
-  return (r.bitcast(ut) | (d.bitcast(ut) & sign)).bitcast(d.dtype)   # >= 0 (or nan): d's sign put back
+  ut, sign, mb = int_type(d.dtype, True), 1 << (dt.itemsize * 8 - 1), mantissa_bits(dt)
+  y = (d.bitcast(ut) | sign).bitcast(d.dtype) * 2.0   # -2|d|, exact
+  cap = -40.0 if _is64(dt) else -20.0
+  y = (y < cap).where(cap, y)   # a nan stays
+  r, u = _exp_reduce(y)
+  s = shl(u - exponent_bias(dt), mb).bitcast(d.dtype)   # 2**k, k in [-58, 0]: normal
+  q = (r * r) * _poly(r, _economized(dt, 2)) + r   # e**r - 1, r itself exact
+  den = s * q + (s + 1.0)   # 1 + e**y, rounded once (1 + s and 1 - s are exact)
+  # tanh = (1 - e**y)/(1 + e**y) near 0; past 1/2, 1 - 2*e**y/(1 + e**y): its rounding errors shrink by the subtraction from 1
+  big = y < -1.1
+  v = big.where(s * q + s, s * -q + (1.0 - s)).alu(Ops.FDIV, den)   # one rounding (a / b is a * (1/b): two)
+  t = big.where(v * -2.0 + 1.0, v)
+  return ((t.bitcast(ut) & (sign - 1)) | (d.bitcast(ut) & sign)).bitcast(d.dtype)
 
 def xexp2(d:UOp) -> UOp:
   """2**d: overflow -> inf, underflow -> 0 (correctly rounded through the denormals), nan -> nan, -inf -> 0, inf -> inf"""
