@@ -210,13 +210,10 @@ def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   u = (hi < lower).where(0.0, u)
   return hi.ne(hi).where(math.nan, u)
 
-@functools.cache
-def _economized(dt:DType, skip:int=0) -> list[float]:
-  """near-minimax coefficients (highest degree first) for e**r (skip=2: (e**r - 1 - r)/r**2) on |r| <= 0.35: the exact Taylor series re-expanded in
-  Chebyshev polynomials of r/0.35 and cut there, with all the arithmetic in rationals. Degree 6 (float32) / 11 (float64) for e**r puts
-  the approximation error near 1/40 ulp, two terms fewer than the Taylor series needs."""
-  n, h = (11 if _is64(dt) else 6) - skip // 2, Fraction(35, 100)
-  a = [Fraction(1, math.factorial(k + skip)) * h**k for k in range(n + 12)]   # the series of g(u) = f(h*u), far past degree n
+def _chebyshev(series:list[Fraction], h:Fraction, n:int) -> list[Fraction]:
+  """the degree-n near-minimax polynomial (lowest degree first) on |r| <= h for the function with this Taylor series (taken far past n):
+  the series re-expanded in Chebyshev polynomials of r/h and cut at degree n, all in rationals"""
+  a = [c * h**k for k, c in enumerate(series)]   # the series of f(h*u) on |u| <= 1
   cheb = [Fraction(0)] * len(a)
   for k, ak in enumerate(a):   # u**k = 2**(1-k) * sum binom(k, (k-j)/2) T_j(u), T_0's term halved
     for j in range(k % 2, k + 1, 2): cheb[j] += ak * Fraction(math.comb(k, (k - j) // 2) * (1 if j == 0 else 2), 2**k)
@@ -224,7 +221,21 @@ def _economized(dt:DType, skip:int=0) -> list[float]:
   while len(T) <= n: T.append([2*c - (T[-2][i] if i < len(T[-2]) else 0) for i, c in enumerate([Fraction(0)] + T[-1])])
   for j in range(n + 1):
     for i, c in enumerate(T[j]): out[i] += cheb[j] * c
-  return [_rnd(c / h**k, dt) for k, c in enumerate(out)][::-1]
+  return [c / h**k for k, c in enumerate(out)]
+
+@functools.cache
+def _economized(dt:DType, skip:int=0) -> list[float]:
+  """coefficients (highest degree first) for e**r (skip=2: (e**r - 1 - r)/r**2) on |r| <= 0.35. Degree 6 (float32) / 11 (float64) for
+  e**r puts the approximation error near 1/40 ulp, two terms fewer than the Taylor series needs."""
+  n = (11 if _is64(dt) else 6) - skip // 2
+  return [_rnd(c, dt) for c in _chebyshev([Fraction(1, math.factorial(k + skip)) for k in range(n + 12)], Fraction(35, 100), n)][::-1]
+
+@functools.cache
+def _atanh_tail(dt:DType) -> list[float]:
+  # 2*atanh(s) = 2s + s*R, R = sum 2*s**2k/(2k+1) (k >= 1) on |s| <= 0.1716 (s = f/(2+f), sqrt(1/2) <= 1+f <= sqrt(2)), in powers of s**2
+  n = 14 if _is64(dt) else 8
+  even = _chebyshev([Fraction(2, k + 1) if k % 2 == 0 and k else Fraction(0) for k in range(n + 30)], Fraction(1716, 10000), n)
+  return [_rnd(c, dt) for c in even[2::2]][::-1]
 
 def _exp_reduce(x:UOp) -> tuple[UOp, UOp]:
   """(r, u) with x = k*ln2 + r, |r| <= 0.35, and u = k + 2*bias as an int, for finite |x| < 2**11 (or nan: garbage u, nan r). k is x/ln2
@@ -288,7 +299,7 @@ def xexp2(d:UOp) -> UOp:
 
 # ***** log2 *****
 
-def _log2_dd(d:UOp, precise:bool=False) -> tuple[UOp, UOp]:
+def _log2_dd(d:UOp) -> tuple[UOp, UOp]:
   # log2(d) as hi+lo for finite d > 0 (garbage elsewhere): d = 2**e * m with m in [sqrt(2)/2, sqrt(2)],
   # log2(m) = 2/ln2 * atanh(t) with t = (m-1)/(m+1), |t| <= 0.1716
   dt = d.dtype.scalar()
@@ -313,30 +324,46 @@ def _log2_dd(d:UOp, precise:bool=False) -> tuple[UOp, UOp]:
   t2 = t * t
   mh, ml = two_prod(t, k_hi)
   ml = ml + (t_l * (1.0 + t2 * (1.0 + t2)) * k_hi + t * k_lo)   # t_l also moves the higher terms: d(atanh t)/dt = 1 + t**2 + t**4 ...
-  nterms = (10 if _is64(dt) else 4) + (3 if precise else 0)   # series terms until t**(2n+3)/(2n+3) is below the target precision
+  nterms = 13 if _is64(dt) else 7   # series terms until t**(2n+3)/(2n+3) is below the target precision
   coeffs = [_rnd(kk / (2*k+1), dt) for k in range(nterms, 0, -1)]   # K/(2k+1), highest first
-  if not precise: ml = ml + t * t2 * _poly(t2, coeffs)
-  else:
-    # the t**3/3 term in double-word too: pow multiplies the log by up to ~2**10, so its rounding would show
-    t2h, t2l = two_prod(t, t)
-    t3h, t3l = two_prod(t2h, t)
-    c_hi, c_lo = _dd(kk / 3, dt)
-    ah, al = two_prod(t3h, c_hi)
-    al = al + ((t3l + t2l * t) * c_hi + t3h * c_lo)
-    mh, e = fast_two_sum(mh, ah)   # |K*t| >= |K*t**3/3|
-    ml = ml + e + al + t3h * t2h * _poly(t2h, coeffs[:-1])
+  # the t**3/3 term in double-word too: pow multiplies the log by up to ~2**10, so its rounding would show
+  t2h, t2l = two_prod(t, t)
+  t3h, t3l = two_prod(t2h, t)
+  c_hi, c_lo = _dd(kk / 3, dt)
+  ah, al = two_prod(t3h, c_hi)
+  al = al + ((t3l + t2l * t) * c_hi + t3h * c_lo)
+  mh, e = fast_two_sum(mh, ah)   # |K*t| >= |K*t**3/3|
+  ml = ml + e + al + t3h * t2h * _poly(t2h, coeffs[:-1])
   rh, rl = fast_two_sum(ef, mh)   # |mh| <= 0.5 <= |ef| or ef == 0
   return fast_two_sum(rh, rl + ml)
 
 def xlog2(d:UOp) -> UOp:
-  """log2(d): 0 -> -inf, negative -> nan, inf -> inf, nan -> nan; denormals are scaled by 2**64 first"""
+  """log2(d) as k + log(1+f)/ln2 with 1+f in [sqrt(1/2), sqrt(2)) (the exponent and mantissa come from d's bits minus those of sqrt(1/2)),
+  log(1+f) = f - f*f/2 + s*(f*f/2 + R(s*s)), s = f/(2+f), where f is exact and the rest is small. f - f*f/2 is cut into a high part with
+  12 (float32) / 32 (float64) zero low bits, so its product with the high part of 1/ln2 is exact. 0 -> -inf, negative -> nan, inf -> inf,
+  nan -> nan; denormals are scaled by 2**64 first."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xlog2(d.cast(_f32(d))).cast(d.dtype)
-  hi, lo = _log2_dd(d)
-  r = hi + lo
+  dt, it = d.dtype.scalar(), int_type(d.dtype)
+  mb, f64 = mantissa_bits(dt), _is64(dt)
+  tiny = d < 2.0 ** (1 - exponent_bias(dt))
+  sq = struct.unpack("<q" if f64 else "<i", struct.pack("<d" if f64 else "<f", math.sqrt(0.5)))[0]
+  u = tiny.where(d * 2.0**64, d).bitcast(it) - sq
+  m = ((u & ((1 << mb) - 1)) + sq).bitcast(d.dtype)
+  kf = shr(u, mb).cast(d.dtype) + tiny.where(_fc(d, -64.0), 0.0)
+  f = m - 1.0   # exact (Sterbenz)
+  s = f.alu(Ops.FDIV, f + 2.0)
+  z = s * s
+  hfsq = f * f * 0.5
+  corr = s * (hfsq + z * _poly(z, _atanh_tail(dt)))
+  cut = f - hfsq
+  cut = (cut.bitcast(it) & -(1 << (32 if f64 else 12))).bitcast(d.dtype)
+  lo = ((f - cut) - hfsq) + corr
+  inv_hi = _split_const(_rnd(1 / _frac(_ln2_fixed()), dt), dt)[0]
+  inv_lo = _rnd(1 / _frac(_ln2_fixed()) - Fraction(inv_hi), dt)
+  r = (((lo + cut) * inv_lo + lo * inv_hi) + cut * inv_hi) + kf
+  r = (d < math.inf).where(r, d)   # inf and nan
   r = (d < 0).where(math.nan, r)
-  r = d.ne(0).where(r, -math.inf)   # -0.0 too
-  r = d.ne(math.inf).where(r, math.inf)
-  return d.ne(d).where(math.nan, r)
+  return d.ne(0).where(r, -math.inf)   # -0.0 too
 
 # ***** sin *****
 # x = q*(pi/2) + r with |r| <= ~pi/4, r kept as hi+lo; sin(x) = sin(r), cos(r), -sin(r), -cos(r) for q%4 = 0, 1, 2, 3.
@@ -476,7 +503,7 @@ def xpow(base:UOp, exponent:UOp) -> UOp:
   mb = mantissa_bits(dt)
   ax, ay = _abs(x), _abs(y)
   regular = ax.ne(0) & (ax < math.inf)
-  lh, ll = _log2_dd(regular.where(ax, 1.0), precise=True)
+  lh, ll = _log2_dd(regular.where(ax, 1.0))
   lh = regular.where(lh, ax.ne(0).where(lh.const_like(math.inf), -math.inf))
   ph, pl = two_prod(y, lh)   # non-finite products are decided on ph alone
   r = _exp2_core(ph, pl + y * regular.where(ll, 0.0))
@@ -497,4 +524,14 @@ def transcendental_rewrite(ops:Collection[Ops], force:bool=False) -> PatternMatc
   fxns: list[tuple[Ops, Callable]] = [(Ops.EXP2, xexp2), (Ops.EXP, xexp), (Ops.TANH, xtanh), (Ops.LOG2, xlog2), (Ops.SIN, xsin)]
   pats: list[tuple[UPat, Callable]] = [(UPat(op, dtypes.floats, (UPat.var("d"),)), f) for op, f in fxns if force or op not in ops]
   if force or Ops.POW not in ops: pats.append((UPat(Ops.POW, dtypes.floats, (UPat.var("b"), UPat.var("e"))), lambda b, e: xpow(b, e)))
+  if Ops.AND in ops:   # Tensor.abs's float select chain, (x < 0).where(-x, (0 < x).where(x, x - x)), is the sign bit cleared
+    inner = UPat(Ops.WHERE, src=(UPat(Ops.CMPLT, src=(UPat.var("z1"), UPat.var("x"))), UPat.var("x"), UPat.var("diff")))
+    pats.append((UPat(Ops.WHERE, dtypes.floats, (UPat(Ops.CMPLT, src=(UPat.var("x"), UPat.var("z0"))), UPat.var("neg"), inner)), _float_abs))
   return PatternMatcher(pats)
+
+def _is_neg(y:UOp, x:UOp) -> bool: return (y.op is Ops.NEG and y.src[0] is x) or (y.op is Ops.MUL and y.src[0] is x and _cval(y.src[1]) == -1)
+def _float_abs(x:UOp, z0:UOp, z1:UOp, neg:UOp, diff:UOp) -> UOp|None:
+  if _cval(z0) != 0 or _cval(z1) != 0 or not _is_neg(neg, x): return None
+  if not ((diff.op is Ops.SUB and diff.src == (x, x)) or (diff.op is Ops.ADD and diff.src[0] is x and _is_neg(diff.src[1], x))): return None
+  ut = int_type(x.dtype, True)
+  return (x.bitcast(ut) & ((1 << (x.dtype.scalar().itemsize * 8 - 1)) - 1)).bitcast(x.dtype)
