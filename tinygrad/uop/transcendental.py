@@ -210,27 +210,60 @@ def _exp2_core(hi:UOp, lo:UOp|None=None) -> UOp:
   u = (hi < lower).where(0.0, u)
   return hi.ne(hi).where(math.nan, u)
 
+def _chebyshev(series:list[Fraction], h:Fraction, n:int) -> list[Fraction]:
+  """the degree-n near-minimax polynomial (lowest degree first) on |r| <= h for the function with this Taylor series (taken far past n):
+  the series re-expanded in Chebyshev polynomials of r/h and cut at degree n, all in rationals"""
+  a = [c * h**k for k, c in enumerate(series)]   # the series of f(h*u) on |u| <= 1
+  cheb = [Fraction(0)] * len(a)
+  for k, ak in enumerate(a):   # u**k = 2**(1-k) * sum binom(k, (k-j)/2) T_j(u), T_0's term halved
+    for j in range(k % 2, k + 1, 2): cheb[j] += ak * Fraction(math.comb(k, (k - j) // 2) * (1 if j == 0 else 2), 2**k)
+  T, out = [[Fraction(1)], [Fraction(0), Fraction(1)]], [Fraction(0)] * (n + 1)
+  while len(T) <= n: T.append([2*c - (T[-2][i] if i < len(T[-2]) else 0) for i, c in enumerate([Fraction(0)] + T[-1])])
+  for j in range(n + 1):
+    for i, c in enumerate(T[j]): out[i] += cheb[j] * c
+  return [c / h**k for k, c in enumerate(out)]
+
+@functools.cache
+def _economized(dt:DType, skip:int=0) -> list[float]:
+  """coefficients (highest degree first) for e**r (skip=2: (e**r - 1 - r)/r**2) on |r| <= 0.35. Degree 6 (float32) / 11 (float64) for
+  e**r puts the approximation error near 1/40 ulp, two terms fewer than the Taylor series needs."""
+  n = (11 if _is64(dt) else 6) - skip // 2
+  return [_rnd(c, dt) for c in _chebyshev([Fraction(1, math.factorial(k + skip)) for k in range(n + 12)], Fraction(35, 100), n)][::-1]
+
+@functools.cache
+def _atanh_tail(dt:DType) -> list[float]:
+  # 2*atanh(s) = 2s + s*R, R = sum 2*s**2k/(2k+1) (k >= 1) on |s| <= 0.1716 (s = f/(2+f), sqrt(1/2) <= 1+f <= sqrt(2)), in powers of s**2
+  n = 14 if _is64(dt) else 8
+  even = _chebyshev([Fraction(2, k + 1) if k % 2 == 0 and k else Fraction(0) for k in range(n + 30)], Fraction(1716, 10000), n)
+  return [_rnd(c, dt) for c in even[2::2]][::-1]
+
+def _exp_reduce(x:UOp) -> tuple[UOp, UOp]:
+  """(r, u) with x = k*ln2 + r, |r| <= 0.35, and u = k + 2*bias as an int, for finite |x| < 2**11 (or nan: garbage u, nan r). k is x/ln2
+  rounded by adding 1.5*2**mantissa_bits (the sum's last bit is the ones place), so u comes from its bits with no float -> int cast; ln2's
+  high part has enough trailing zeros that k times it is exact (Cody-Waite). Both products can fuse into FMAs without changing r."""
+  dt, it = x.dtype.scalar(), int_type(x.dtype)
+  magic = 1.5 * 2.0**mantissa_bits(dt)
+  ln2_hi, ln2_lo = _ln2_parts(dt)
+  t = x * _rnd(1 / _frac(_ln2_fixed()), dt) + magic
+  kf = t - magic
+  r = kf * -ln2_lo + (kf * -ln2_hi + x)
+  magic_bits = struct.unpack("<q" if _is64(dt) else "<i", struct.pack("<d" if _is64(dt) else "<f", magic))[0]
+  return r, t.bitcast(it) - (magic_bits - 2*exponent_bias(dt))
+
 def xexp(d:UOp) -> UOp:
-  """e**d: d = k*ln2 + r, k = d/ln2 rounded to nearest, clamped to the exponents where e**d is finite and nonzero, k*ln2 taken off
-  exactly (Cody-Waite: ln2's high part has enough trailing zeros that k times it is exact), then e**r (|r| <= ln2/2 in range) by its
-  Taylor series, times 2**k in two exact power-of-two factors (the last product rounds once, also into the denormals). Past the range
-  r grows; its clip to 0.71 makes the product overflow to inf or round to 0, as it should. A nan goes on through r. Every clamp is a
-  max/min select (one vector instruction); no int maths but the 2**k bits."""
+  """e**d: d clamped from above to where e**d overflows and from below to where k = -2*bias (selects that keep a nan), d = k*ln2 + r
+  (_exp_reduce), e**r by a near-minimax polynomial (_economized), times 2**k in two exact power-of-two factors, so the last product rounds
+  once, also into the denormals. At the lower clamp both factors are 0.0: -inf (a masked softmax) gives 0 without the slow denormal
+  arithmetic that a product underflowing to 0 takes."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xexp(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
-  f64 = _is64(dt)
-  ln2 = _frac(_ln2_fixed())
-  hi, lo = _ln2_parts(dt)
-  kmin, kmax = (-1075.0, 1024.0) if f64 else (-150.0, 128.0)
-  t = d * _rnd(1 / ln2, dt)
-  # floor(t + 1/2), t rounded to nearest, as a TRUNC of a value that is positive wherever the result is above kmin (no select)
-  k = (t + (0.5 - kmin)).alu(Ops.TRUNC) + kmin
-  k = (_fc(k, kmin) < k).where(k, kmin)
-  k = (k < kmax).where(k, kmax)
-  r = (d - k * hi) - k * lo
-  r = (r < -0.71).where(-0.71, r)
-  r = (_fc(r, 0.71) < r).where(0.71, r)
-  return ldexp2k(_poly(r, _exp_taylor(dt)), k.cast(int_type(k.dtype)))
+  lo, hi = (-1418.0, 710.0) if _is64(dt) else (-176.0, 89.0)
+  x = (d < lo).where(lo, d)
+  x = (_fc(x, hi) < x).where(hi, x)
+  r, u = _exp_reduce(x)
+  half = shr(u, 1)   # k//2 + bias (2*bias is even): the factors are 2**(k//2) and 2**(k - k//2), normal or (at the clamp) 0.0
+  p = _poly(r, _economized(dt))
+  return (p * shl(half, mantissa_bits(dt)).bitcast(d.dtype)) * shl(u - half, mantissa_bits(dt)).bitcast(d.dtype)
 
 def _ln2_parts(dt:DType) -> tuple[float, float]:
   # ln2 = hi + lo, hi with enough trailing zeros that k*hi is exact for |k| < 2**12 (float64) / 2**9 (float32)
@@ -238,45 +271,26 @@ def _ln2_parts(dt:DType) -> tuple[float, float]:
   hi = math.ldexp(round(math.ldexp(float(ln2), keep)), -keep)
   return hi, _rnd(ln2 - Fraction(hi), dt)
 
-def _exp_taylor(dt:DType) -> list[float]:
-  # Taylor terms until the first left out, on |r| <= ln2/2, is below 2**-(mantissa bits + 5)
-  n = next(n for n in range(4, 30) if 0.3466**(n+1) / math.factorial(n+1) < 2.0**-(mantissa_bits(dt) + 5))
-  return [_rnd(Fraction(1, math.factorial(i)), dt) for i in range(n, -1, -1)]
-
-def _exp_of_bounded(a:UOp) -> UOp:
-  """e**a for 0 <= a <= 64 (or nan): xexp without its clamps and with one power-of-two factor (2**k is a normal number here)"""
-  hi, lo = _ln2_parts(a.dtype.scalar())
-  # a >= 0: the cast rounds down; a nan takes k = 92 (no nan reaches an int cast) and goes on through the polynomial
-  k = ((a < 64.0).where(a, 64.0) * _rnd(1 / _frac(_ln2_fixed()), a.dtype.scalar()) + 0.5).cast(int_type(a.dtype))
-  kf = k.cast(a.dtype)
-  return _poly((a - kf * hi) - kf * lo, _exp_taylor(a.dtype.scalar())) * pow2if(k, a.dtype)
-
-@functools.cache
-def _tanh_taylor(n:int) -> tuple[Fraction, ...]:
-  # tanh x = sum a_k x**(2k+1): from y' = 1 - y**2, a_0 = 1 and (2k+1) a_k = -sum_{i+j=k-1} a_i a_j
-  a = [Fraction(1)]
-  for k in range(1, n): a.append(-sum((a[i] * a[k-1-i] for i in range(k)), Fraction(0)) / (2*k+1))
-  return tuple(a)
-
 def xtanh(d:UOp) -> UOp:
-  """tanh |d| with d's sign: below |d| = 0.55 by its odd Taylor series as x + x*(x**2*P(x**2)) (the correction is under x/10, so
-  under 1.5 ulp), above as 1 - 2/(1 + e**2|d|): the result is at least 1/2 there, so the subtraction costs under an ulp.
+  """tanh |d| = -E/(E + 2) with E = e**(-2|d|) - 1, and d's sign put back with bit operations. E = 2**k*(e**r - 1) + (2**k - 1) keeps its
+  relative precision near 0 (k = 0 there: the polynomial for e**r - 1 alone), and for k < 0 both terms share a sign or the second is at least
+  twice the first, so nothing cancels. -2|d| is clamped at -20 (float32) / -40 (float64), where tanh rounds to 1: one exp, one division.
   inf -> +-1, nan -> nan, -0 -> -0."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xtanh(d.cast(_f32(d))).cast(d.dtype)
   dt = d.dtype.scalar()
-  ut, sign = int_type(d.dtype, True), 1 << (dt.itemsize * 8 - 1)
-  ax = (d.bitcast(ut) & (sign - 1)).bitcast(d.dtype)   # |d| and then d's sign back: bit operations, one vector instruction each
-  small = ax < 0.55
-  s = small.where(ax, 0.0)
-  s2 = s * s
-  # terms until the first left out is below 2**-55 (float64) / 2**-27 (float32) of x at x = 0.55
-  series = s + s * (s2 * _poly(s2, [_rnd(c, dt) for c in reversed(_tanh_taylor(19 if _is64(dt) else 8)[1:])]))
-  # past |d| = 10 (float32) / 19 (float64) tanh rounds to 1: e**2|d| is clamped there, so its exp needs no range handling
-  big_arg = small.where(0.0, ax) * 2.0
-  cap = 40.0 if _is64(dt) else 20.0
-  big = 1.0 - 2.0 / (_exp_of_bounded((_fc(big_arg, cap) < big_arg).where(cap, big_arg)) + 1.0)
-  r = small.where(series, big)
-  return (r.bitcast(ut) | (d.bitcast(ut) & sign)).bitcast(d.dtype)   # >= 0 (or nan): d's sign put back
+  ut, sign, mb = int_type(d.dtype, True), 1 << (dt.itemsize * 8 - 1), mantissa_bits(dt)
+  y = (d.bitcast(ut) | sign).bitcast(d.dtype) * 2.0   # -2|d|, exact
+  cap = -40.0 if _is64(dt) else -20.0
+  y = (y < cap).where(cap, y)   # a nan stays
+  r, u = _exp_reduce(y)
+  s = shl(u - exponent_bias(dt), mb).bitcast(d.dtype)   # 2**k, k in [-58, 0]: normal
+  q = (r * r) * _poly(r, _economized(dt, 2)) + r   # e**r - 1, r itself exact
+  den = s * q + (s + 1.0)   # 1 + e**y, rounded once (1 + s and 1 - s are exact)
+  # tanh = (1 - e**y)/(1 + e**y) near 0; past 1/2, 1 - 2*e**y/(1 + e**y): its rounding errors shrink by the subtraction from 1
+  big = y < -1.1
+  v = big.where(s * q + s, s * -q + (1.0 - s)).alu(Ops.FDIV, den)   # one rounding (a / b is a * (1/b): two)
+  t = big.where(v * -2.0 + 1.0, v)
+  return ((t.bitcast(ut) & (sign - 1)) | (d.bitcast(ut) & sign)).bitcast(d.dtype)
 
 def xexp2(d:UOp) -> UOp:
   """2**d: overflow -> inf, underflow -> 0 (correctly rounded through the denormals), nan -> nan, -inf -> 0, inf -> inf"""
@@ -285,7 +299,7 @@ def xexp2(d:UOp) -> UOp:
 
 # ***** log2 *****
 
-def _log2_dd(d:UOp, precise:bool=False) -> tuple[UOp, UOp]:
+def _log2_dd(d:UOp) -> tuple[UOp, UOp]:
   # log2(d) as hi+lo for finite d > 0 (garbage elsewhere): d = 2**e * m with m in [sqrt(2)/2, sqrt(2)],
   # log2(m) = 2/ln2 * atanh(t) with t = (m-1)/(m+1), |t| <= 0.1716
   dt = d.dtype.scalar()
@@ -310,30 +324,46 @@ def _log2_dd(d:UOp, precise:bool=False) -> tuple[UOp, UOp]:
   t2 = t * t
   mh, ml = two_prod(t, k_hi)
   ml = ml + (t_l * (1.0 + t2 * (1.0 + t2)) * k_hi + t * k_lo)   # t_l also moves the higher terms: d(atanh t)/dt = 1 + t**2 + t**4 ...
-  nterms = (10 if _is64(dt) else 4) + (3 if precise else 0)   # series terms until t**(2n+3)/(2n+3) is below the target precision
+  nterms = 13 if _is64(dt) else 7   # series terms until t**(2n+3)/(2n+3) is below the target precision
   coeffs = [_rnd(kk / (2*k+1), dt) for k in range(nterms, 0, -1)]   # K/(2k+1), highest first
-  if not precise: ml = ml + t * t2 * _poly(t2, coeffs)
-  else:
-    # the t**3/3 term in double-word too: pow multiplies the log by up to ~2**10, so its rounding would show
-    t2h, t2l = two_prod(t, t)
-    t3h, t3l = two_prod(t2h, t)
-    c_hi, c_lo = _dd(kk / 3, dt)
-    ah, al = two_prod(t3h, c_hi)
-    al = al + ((t3l + t2l * t) * c_hi + t3h * c_lo)
-    mh, e = fast_two_sum(mh, ah)   # |K*t| >= |K*t**3/3|
-    ml = ml + e + al + t3h * t2h * _poly(t2h, coeffs[:-1])
+  # the t**3/3 term in double-word too: pow multiplies the log by up to ~2**10, so its rounding would show
+  t2h, t2l = two_prod(t, t)
+  t3h, t3l = two_prod(t2h, t)
+  c_hi, c_lo = _dd(kk / 3, dt)
+  ah, al = two_prod(t3h, c_hi)
+  al = al + ((t3l + t2l * t) * c_hi + t3h * c_lo)
+  mh, e = fast_two_sum(mh, ah)   # |K*t| >= |K*t**3/3|
+  ml = ml + e + al + t3h * t2h * _poly(t2h, coeffs[:-1])
   rh, rl = fast_two_sum(ef, mh)   # |mh| <= 0.5 <= |ef| or ef == 0
   return fast_two_sum(rh, rl + ml)
 
 def xlog2(d:UOp) -> UOp:
-  """log2(d): 0 -> -inf, negative -> nan, inf -> inf, nan -> nan; denormals are scaled by 2**64 first"""
+  """log2(d) as k + log(1+f)/ln2 with 1+f in [sqrt(1/2), sqrt(2)) (the exponent and mantissa come from d's bits minus those of sqrt(1/2)),
+  log(1+f) = f - f*f/2 + s*(f*f/2 + R(s*s)), s = f/(2+f), where f is exact and the rest is small. f - f*f/2 is cut into a high part with
+  12 (float32) / 32 (float64) zero low bits, so its product with the high part of 1/ln2 is exact. 0 -> -inf, negative -> nan, inf -> inf,
+  nan -> nan; denormals are scaled by 2**64 first."""
   if d.dtype.scalar() not in (dtypes.float32, dtypes.float64): return xlog2(d.cast(_f32(d))).cast(d.dtype)
-  hi, lo = _log2_dd(d)
-  r = hi + lo
+  dt, it = d.dtype.scalar(), int_type(d.dtype)
+  mb, f64 = mantissa_bits(dt), _is64(dt)
+  tiny = d < 2.0 ** (1 - exponent_bias(dt))
+  sq = struct.unpack("<q" if f64 else "<i", struct.pack("<d" if f64 else "<f", math.sqrt(0.5)))[0]
+  u = tiny.where(d * 2.0**64, d).bitcast(it) - sq
+  m = ((u & ((1 << mb) - 1)) + sq).bitcast(d.dtype)
+  kf = shr(u, mb).cast(d.dtype) + tiny.where(_fc(d, -64.0), 0.0)
+  f = m - 1.0   # exact (Sterbenz)
+  s = f.alu(Ops.FDIV, f + 2.0)
+  z = s * s
+  hfsq = f * f * 0.5
+  corr = s * (hfsq + z * _poly(z, _atanh_tail(dt)))
+  cut = f - hfsq
+  cut = (cut.bitcast(it) & -(1 << (32 if f64 else 12))).bitcast(d.dtype)
+  lo = ((f - cut) - hfsq) + corr
+  inv_hi = _split_const(_rnd(1 / _frac(_ln2_fixed()), dt), dt)[0]
+  inv_lo = _rnd(1 / _frac(_ln2_fixed()) - Fraction(inv_hi), dt)
+  r = (((lo + cut) * inv_lo + lo * inv_hi) + cut * inv_hi) + kf
+  r = (d < math.inf).where(r, d)   # inf and nan
   r = (d < 0).where(math.nan, r)
-  r = d.ne(0).where(r, -math.inf)   # -0.0 too
-  r = d.ne(math.inf).where(r, math.inf)
-  return d.ne(d).where(math.nan, r)
+  return d.ne(0).where(r, -math.inf)   # -0.0 too
 
 # ***** sin *****
 # x = q*(pi/2) + r with |r| <= ~pi/4, r kept as hi+lo; sin(x) = sin(r), cos(r), -sin(r), -cos(r) for q%4 = 0, 1, 2, 3.
@@ -473,7 +503,7 @@ def xpow(base:UOp, exponent:UOp) -> UOp:
   mb = mantissa_bits(dt)
   ax, ay = _abs(x), _abs(y)
   regular = ax.ne(0) & (ax < math.inf)
-  lh, ll = _log2_dd(regular.where(ax, 1.0), precise=True)
+  lh, ll = _log2_dd(regular.where(ax, 1.0))
   lh = regular.where(lh, ax.ne(0).where(lh.const_like(math.inf), -math.inf))
   ph, pl = two_prod(y, lh)   # non-finite products are decided on ph alone
   r = _exp2_core(ph, pl + y * regular.where(ll, 0.0))
@@ -494,4 +524,14 @@ def transcendental_rewrite(ops:Collection[Ops], force:bool=False) -> PatternMatc
   fxns: list[tuple[Ops, Callable]] = [(Ops.EXP2, xexp2), (Ops.EXP, xexp), (Ops.TANH, xtanh), (Ops.LOG2, xlog2), (Ops.SIN, xsin)]
   pats: list[tuple[UPat, Callable]] = [(UPat(op, dtypes.floats, (UPat.var("d"),)), f) for op, f in fxns if force or op not in ops]
   if force or Ops.POW not in ops: pats.append((UPat(Ops.POW, dtypes.floats, (UPat.var("b"), UPat.var("e"))), lambda b, e: xpow(b, e)))
+  if Ops.AND in ops:   # Tensor.abs's float select chain, (x < 0).where(-x, (0 < x).where(x, x - x)), is the sign bit cleared
+    inner = UPat(Ops.WHERE, src=(UPat(Ops.CMPLT, src=(UPat.var("z1"), UPat.var("x"))), UPat.var("x"), UPat.var("diff")))
+    pats.append((UPat(Ops.WHERE, dtypes.floats, (UPat(Ops.CMPLT, src=(UPat.var("x"), UPat.var("z0"))), UPat.var("neg"), inner)), _float_abs))
   return PatternMatcher(pats)
+
+def _is_neg(y:UOp, x:UOp) -> bool: return (y.op is Ops.NEG and y.src[0] is x) or (y.op is Ops.MUL and y.src[0] is x and _cval(y.src[1]) == -1)
+def _float_abs(x:UOp, z0:UOp, z1:UOp, neg:UOp, diff:UOp) -> UOp|None:
+  if _cval(z0) != 0 or _cval(z1) != 0 or not _is_neg(neg, x): return None
+  if not ((diff.op is Ops.SUB and diff.src == (x, x)) or (diff.op is Ops.ADD and diff.src[0] is x and _is_neg(diff.src[1], x))): return None
+  ut = int_type(x.dtype, True)
+  return (x.bitcast(ut) & ((1 << (x.dtype.scalar().itemsize * 8 - 1)) - 1)).bitcast(x.dtype)
