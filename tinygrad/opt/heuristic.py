@@ -103,8 +103,8 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   # input rows their windows have in common. (Lanes on the innermost output axis would gather lane by lane through the padding's gates,
   # and windows that don't overlap share nothing: those stay plain loops, which the C compiler vectorizes better.)
   taps, in_strides = [k.full_shape[a] for a in reduce_axes], [st.real_strides(ignore_valid=True) for st in load_sts]
-  if reduce_axes and not opts and not k.opts.has_local and len(global_axes) >= 2 and all(isinstance(t, int) and t <= 8 for t in taps) and prod(taps) <= 64 and \
-     isinstance(s := k.full_shape[row := global_axes[-2]], int) and \
+  if reduce_axes and not opts and not k.opts.has_local and len(global_axes) >= 2 and all(isinstance(t, int) and t <= 8 for t in taps) and \
+     prod(taps) <= 64 and isinstance(s := k.full_shape[row := global_axes[-2]], int) and \
      any(isinstance(x[row], int) and isinstance(x[r], int) and 0 < x[row] < x[r] * k.full_shape[r] for x in in_strides for r in reduce_axes) \
      and (amt := _largest_divisor(s, (8, 7, 4, 2))) is not None:
     for i in reversed(range(len(reduce_axes))): _try(k, Opt(OptOps.UNROLL, i, 0), opts)
