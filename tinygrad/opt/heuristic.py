@@ -99,6 +99,16 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
       _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, amt), opts)
   # any other reduce: with enough outputs, a few of them side by side (independent lanes the compiler vectorizes) and a short unroll;
   # with few outputs, a long unroll so the loop body adds many loaded values at once
+  # a pooling window whose rows overlap (3x3, stride 2): the taps unroll whole and a few neighbouring rows of outputs side by side share the
+  # input rows their windows have in common. (Lanes on the innermost output axis would gather lane by lane through the padding's gates,
+  # and windows that don't overlap share nothing: those stay plain loops, which the C compiler vectorizes better.)
+  taps, in_strides = [k.full_shape[a] for a in reduce_axes], [st.real_strides(ignore_valid=True) for st in load_sts]
+  if reduce_axes and not opts and not k.opts.has_local and len(global_axes) >= 2 and all(isinstance(t, int) and t <= 8 for t in taps) and \
+     prod(taps) <= 64 and isinstance(s := k.full_shape[row := global_axes[-2]], int) and \
+     any(isinstance(x[row], int) and isinstance(x[r], int) and 0 < x[row] < x[r] * k.full_shape[r] for x in in_strides for r in reduce_axes) \
+     and (amt := _largest_divisor(s, (8, 7, 4, 2))) is not None:
+    for i in reversed(range(len(reduce_axes))): _try(k, Opt(OptOps.UNROLL, i, 0), opts)
+    _try(k, Opt(OptOps.UPCAST, len(global_axes)-2, amt), opts)
   if reduce_axes and not opts:
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
     out = k.full_shape[global_axes[-1]] if global_axes else 1
@@ -117,8 +127,12 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   # so the body (transcendental polynomials too) is vector code whether or not the C compiler would vectorize the loop (gcc -O2 doesn't)
   if not reduce_axes and not opts and k.opts.vector_alu_lanes and global_axes and isinstance(s := k.full_shape[global_axes[-1]], int):
     width = k.opts.simd_bytes // max((u.dtype.itemsize for u in k.ast.toposort() if u.op is Ops.LOAD), default=4)
-    if all(st.real_strides()[global_axes[-1]] in (0, 1) for st in k.sts) and (amt := _largest_divisor(s, (width, 8, 4))) is not None:
-      _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
+    if all(st.real_strides(ignore_valid=True)[global_axes[-1]] in (0, 1) for st in k.sts):
+      # on a CPU an axis nothing divides (a padded row, 58 wide) is vector code all the same: under a register's width whole, else padded
+      # up to whole registers (the padding's loads and stores gated off). (Workgroups pad such an axis their own way.)
+      if (amt := _largest_divisor(s, (width, 8, 4))) is None and not k.opts.has_local and 1 < s < width: amt = s
+      elif amt is None and not k.opts.has_local and s > width and _try(k, Opt(OptOps.PADTO, global_axes[-1], width), opts): amt = width
+      if amt is not None: _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
   if k.opts.has_local: gpu_workgroups(k, opts)
   # big kernels run their outermost global axis on every core
   if k.opts.has_threads and (threads := cpu_threads(k.opts.machine)) > 1 and prod(k.full_shape) >= THREAD_MIN_WORK.value:
