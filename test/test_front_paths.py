@@ -113,6 +113,82 @@ class TestUOpCache(unittest.TestCase):
     self.assertIsNot(UOp.const(dtypes.float, 0.0), UOp.const(dtypes.float, -0.0))
     self.assertIsNot(UOp(Ops.CONST, dtypes.int, arg=1), UOp(Ops.CONST, dtypes.int, arg=True))
 
+  def test_stale_callback_keeps_new_entry(self):
+    # a dead UOp's callback that runs after a new UOp took its key leaves the new entry alone
+    from tinygrad.uop.ops import _drop_uop
+    u = UOp(Ops.CONST, dtypes.int, arg=987654)
+    key = (Ops.CONST, dtypes.int, (), 987654)
+    _drop_uop(key, weakref.ref(UOp.variable("front_stale", 0, 1)))
+    self.assertIs(UOpMetaClass.ucache[key](), u)
+    self.assertIs(UOp(Ops.CONST, dtypes.int, arg=987654), u)
+
+class TestBufferMemo(unittest.TestCase):
+  def test_registry_and_memo_agree(self):
+    from tinygrad.uop.ops import buffers
+    t = Tensor([1.0, 2.0, 3.0]).realize()
+    u = t.uop.base
+    self.assertIn(u, buffers)
+    self.assertIs(buffers[u], u.buffer)
+    self.assertIs(buffers.get(u), u.buffer)
+    self.assertIn(u.buffer, list(buffers.values()))   # TinyJit walks the registry
+    fresh = UOp.new_buffer("CPU", 3, dtypes.float32)
+    self.assertNotIn(fresh, buffers)
+    self.assertIsNone(buffers.get(fresh))
+    self.assertFalse(fresh.is_realized)
+    b = fresh.buffer   # made on first use, and kept
+    self.assertIs(buffers[fresh], b)
+    self.assertIs(fresh.buffer, b)
+    del buffers[fresh]
+    self.assertNotIn(fresh, buffers)
+    self.assertIsNot(fresh.buffer, b)
+
+class TestShapeHashes(unittest.TestCase):
+  def test_kept_hash_not_pickled(self):
+    from tinygrad.shape.shapetracker import ShapeTracker
+    st = ShapeTracker.from_shape((3, 4)).permute((1, 0))
+    h = hash(st)
+    self.assertEqual(hash(st), h)
+    self.assertNotIn(b"_hash", pickle.dumps(st))
+    back = pickle.loads(pickle.dumps(st))
+    self.assertEqual(back, st)
+    self.assertEqual(hash(back), h)
+    self.assertEqual(hash(st.views[0]), hash(pickle.loads(pickle.dumps(st.views[0]))))
+
+class TestPlanHitWork(unittest.TestCase):
+  def test_hit_computes_no_shapes(self):
+    # a plan hit copies the plan's shapes onto the buffers and views it makes: realizing and reading back works out no ShapeTracker
+    from tinygrad.uop import ops
+    a, b = Tensor(np.ones((8, 8), np.float32)).realize(), Tensor(np.full((8, 8), 2.0, np.float32)).realize()
+    (a @ b).numpy()
+    c = a @ b
+    calls = []
+    orig = ops._compute_st
+    ops._compute_st = lambda u: calls.append(u.op) or orig(u)
+    try: out = c.numpy()
+    finally: ops._compute_st = orig
+    np.testing.assert_equal(out, np.full((8, 8), 16.0, np.float32))
+    self.assertEqual(calls, [])
+  def test_new_kernels_compile_ahead(self):
+    # the first new kernel of a schedule starts the compiles of the others (a schedule of known kernels starts none)
+    from tinygrad import Device, Context
+    comp = Device[Device.DEFAULT].compiler
+    if not comp.threaded: self.skipTest("the device's compiler compiles in line")
+    started = []
+    orig = comp.compile_ahead
+    comp.compile_ahead = lambda src: started.append(src) or orig(src)
+    try:
+      with Context(CACHELEVEL=0):
+        x = Tensor(np.arange(24, dtype=np.float32).reshape(4, 6)).realize()
+        y = (x * 1.7 + 0.3).exp2().sum(1).contiguous() + (x * 2.9).max(1).contiguous().exp2()   # three kernels of its own
+        y.realize()
+        n = len(started)
+        (x * 1.7 + 0.3).exp2().sum(1).realize()   # known kernels
+    finally: comp.compile_ahead = orig
+    self.assertGreaterEqual(n, 2)
+    self.assertEqual(len(started), n)
+    xn = np.arange(24, dtype=np.float32).reshape(4, 6)
+    np.testing.assert_allclose(y.numpy(), np.exp2(xn * 1.7 + 0.3).sum(1) + np.exp2((xn * 2.9).max(1)), rtol=1e-5)
+
 class TestOpsEnum(unittest.TestCase):
   def test_members(self):
     self.assertIs(Ops(Ops.ADD.value), Ops.ADD)

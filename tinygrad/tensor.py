@@ -27,13 +27,17 @@ all_tensors: dict[weakref.ref[Tensor], None] = {}
 def _drop_tensor(ref:weakref.ref[Tensor]) -> None: all_tensors.pop(ref, None)
 
 # UOps of tensors that require grad (weak: a graph that dies drops out), and UOps known to reach none of them
-_grad_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()
-_no_grad_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()
-_no_path_uops: weakref.WeakKeyDictionary[UOp, None] = weakref.WeakKeyDictionary()   # the same for paths of any dtype
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+class _WeakKeys(weakref.WeakKeyDictionary[_K, _V]):
+  data: dict   # (typeshed leaves it out) `not x.data` tests emptiness without WeakKeyDictionary.__len__, which is Python code
+_grad_uops: _WeakKeys[UOp, None] = _WeakKeys()
+_no_grad_uops: _WeakKeys[UOp, None] = _WeakKeys()
+_no_path_uops: _WeakKeys[UOp, None] = _WeakKeys()   # the same for paths of any dtype
 def _reaches_grad(u:UOp, floats_only:bool=True) -> bool:
   """Like PyTorch, a result requires grad when a float path not cut by DETACH reaches a tensor that requires grad (breadth first: the
   nearest tensors are usually the ones that decide). Backward looks further: through ints and bools too (x.sign() gets zeros)."""
-  if not _grad_uops: return False
+  if not _grad_uops.data: return False   # (this runs for every Tensor made)
   known_not = _no_grad_uops if floats_only else _no_path_uops
   queue, seen, i = [u], {u}, 0
   while i < len(queue):
@@ -79,11 +83,11 @@ class _NoGrad(contextlib.ContextDecorator):
 
 # a realized node computed from tensors that require grad keeps the graph it came from (like PyTorch's grad_fn): forward reads the
 # buffer, backward follows the graph (weak: it goes when no graph uses the buffer)
-_grad_origin: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+_grad_origin: _WeakKeys[UOp, UOp] = _WeakKeys()
 
 def _with_grad_origins(root:UOp) -> UOp:
   """root as backward sees it: every realized node that has a gradient origin put back as that graph, at any depth."""
-  if not _grad_origin: return root
+  if not _grad_origin.data: return root
   new: dict[UOp, UOp] = {}
   in_progress: set[UOp] = set()
   stack: list[tuple[UOp, bool]] = [(root, False)]
@@ -106,7 +110,7 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
   tensors = [t for ref in list(all_tensors) if (t := ref()) is not None]
   if not tensors: return
   new_origins: dict[UOp, UOp] = {}
-  if _grad_uops:
+  if _grad_uops.data:
     leaves = {t.uop for t in tensors if t.is_leaf and t.requires_grad}
     cut, floats = [], []
     for k, v in becomes_map.items():
@@ -121,7 +125,7 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
     for k in cut:
       if _reaches_grad(v := becomes_map[k], floats_only=False) or any(u in new_origins for u in v.toposort()): becomes_map[k] = v.detach()
   # the gradient origins see realized leaves and values that need no gradient as their buffers; the rest stays the graph it was
-  if _grad_origin and (plain := {k: v for k, v in becomes_map.items() if v not in new_origins}):
+  if _grad_origin.data and (plain := {k: v for k, v in becomes_map.items() if v not in new_origins}):
     origins = list(_grad_origin.items())
     for (k, _), o in zip(origins, UOp.sink(*[o for _, o in origins]).substitute(plain).src): _grad_origin[k] = o
   if new_origins:
@@ -131,10 +135,11 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
   # one substitute over the sink of every live graph: shared subgraphs are rewritten once, untouched graphs come back as the same UOps.
   # A tensor that is a view of a buffer holds no realized node: skipped, so a realize costs no walk over the model's weights;
   # and a tensor that is a realized node itself (the usual case: the one realize() was called on) needs no walk either
+  lazy = []
   for t in tensors:
-    if (realized := becomes_map.get(t.uop)) is not None: t.uop = realized
-  tensors = [t for t in tensors if t.uop.base.op is not Ops.BUFFER]
-  if not tensors: return
+    if (realized := becomes_map.get(u := t._uop)) is not None: t.uop = realized
+    elif u.op is not Ops.BUFFER and (u.op not in GroupOp.Movement or u.base.op is not Ops.BUFFER): lazy.append(t)
+  if not (tensors := lazy): return
   old_sink = UOp.sink(*[t.uop for t in tensors])
   new_sink = old_sink.substitute(becomes_map)
   if new_sink is old_sink: return
@@ -419,19 +424,18 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   def _host_bytes(self, out:memoryview|None=None) -> memoryview:
     """The elements in row-major order, read back from a realized contiguous buffer (realizing one first if needed), into out if given."""
-    if self.numel() == 0: return memoryview(b"")
     from tinygrad.engine.realize import capturing, JitError
-    if capturing and not self._same_in_every_replay():  # a value read while TinyJit captures would be stale in every replay
+    if capturing and self.numel() != 0 and not self._same_in_every_replay():  # a value read while TinyJit captures would be stale in every replay
       raise JitError("TinyJit: tensor data (.numpy(), .item(), .tolist()) read inside a jitted function; return the Tensor and read it outside")
-    t = self
-    if (buf := t._plain_buffer()) is None:
-      u = t.uop
+    if (buf := self._plain_buffer()) is None:
+      if self.numel() == 0: return memoryview(b"")
+      u = self._uop
       while u.op is Ops.RESHAPE: u = u.src[0]
       # a computed value (not a view of one) that no gradient needs is realized in place: its buffer then holds exactly these elements, a
       # later read runs no kernel, and no other live graph is rewritten for a copy made only to be read
-      if u.op not in GroupOp.Movement and u.op is not Ops.BUFFER and not _grad_uops: buf = t.realize()._plain_buffer()
+      if u.op not in GroupOp.Movement and u.op is not Ops.BUFFER and not _grad_uops.data: buf = self.realize()._plain_buffer()
       if buf is None: buf = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()._plain_buffer()
-    if buf is None: raise RuntimeError(f"realize left {t.uop.op} over {t.uop.base.op}, expected a BUFFER with only RESHAPEs on top")
+      if buf is None: raise RuntimeError(f"realize left {self.uop.op} over {self.uop.base.op}, expected a BUFFER with only RESHAPEs on top")
     return buf.buffer.as_buffer() if out is None else buf.buffer.copyout(out)
   def _same_in_every_replay(self) -> bool:
     # realized data that no kernel of the capture touches and no input of the jit holds (a constant, a weight read for its shape)
@@ -441,9 +445,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return all(b is None or b.base is not buf for ei in capturing[-1] for b in ei.bufs) and all(b.base is not buf for b in capturing_inputs[-1])
   def _plain_buffer(self) -> UOp|None:
     # the realized buffer holding exactly this tensor's elements in order (under RESHAPEs, and DETACHes a realize may keep), else None
-    u = self.uop
-    while u.op in (Ops.RESHAPE, Ops.DETACH): u = u.src[0]
-    return u if u.op is Ops.BUFFER and u.size == self.numel() and u.is_realized else None
+    u = self._uop
+    while u.op is Ops.RESHAPE or u.op is Ops.DETACH: u = u.src[0]
+    if u.op is not Ops.BUFFER or (buf := u.__dict__.get("_buffer")) is None or not buf.is_allocated(): return None
+    return u if u.arg == prod(self._uop.shape) else None
   def data(self) -> memoryview:
     """A memoryview of the elements, cast to the dtype's format and the tensor's shape."""
     fmt = self.dtype.fmt
@@ -461,11 +466,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def numpy(self) -> Any:
     """A numpy array with this tensor's dtype (bfloat16 and fp8 come back as float32)."""
     import numpy as np
-    if _to_np_dtype(self.dtype) is None: return self.cast(dtypes.float32).numpy()
-    if not all_int(self.shape): raise ValueError(f"numpy needs a concrete shape, got {self.shape}")
-    if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(self.dtype))
+    if (np_dtype := _to_np_dtype(self.dtype)) is None: return self.cast(dtypes.float32).numpy()
+    if not all_int(shape := self._uop.shape): raise ValueError(f"numpy needs a concrete shape, got {shape}")
+    if 0 in shape: return np.zeros(shape, dtype=np_dtype)
     # copied straight into the array's memory: no zero-filled staging buffer, one pass over the data
-    self._host_bytes(memoryview(cast(Any, ret := np.empty(self.shape, dtype=_to_np_dtype(self.dtype)))))
+    self._host_bytes(memoryview(cast(Any, ret := np.empty(shape, dtype=np_dtype))))
     return ret
   def __float__(self) -> float: return float(self.item())
   def __int__(self) -> int: return int(self.item())
@@ -2785,7 +2790,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     order = list(range(len(ws[:-2] + one) + nw))
     order[-1], order[-nw] = order[-nw], order[-1]
     wt = wu.reshape(ws[:-2] + one + ws[-nw:]).permute(tuple(order)).cast(out_dt)
-    shape = _broadcast_shape("mul", x.shape, wt.shape)
+    # (the same batch dims, none the usual: (..., n, m, k) without the general broadcast)
+    shape = xs[:-1] + (ws[-1], xs[-1]) if one and xs[:-2] == ws[:-2] else _broadcast_shape("mul", x.shape, wt.shape)
     prod_ = _uop_broadcast(x, shape).alu(Ops.MUL, _uop_broadcast(wt, shape)).cast(sum_acc_dtype(out_dt))
     return Tensor(prod_.r(Ops.ADD, (len(shape)-1,)).reshape(shape[:-1]).cast(out_dt))
   def matmul(self, x:Tensor, reverse:bool=False) -> Tensor: return x.dot(self) if reverse else self.dot(x)

@@ -69,11 +69,13 @@ class BufferCopy(Runner):
     return None
 
 method_cache: dict[tuple, CompiledRunner] = {}
-def get_runner(device:str, ast:UOp, rawbufs:list[Buffer]|None=None) -> CompiledRunner:
+def get_runner(device:str, ast:UOp, rawbufs:list[Buffer]|None=None, schedule:list[ScheduleItem]|None=None) -> CompiledRunner:
   # UOps are hash-consed, so the same kernel (shape, dtypes, ops) is the same key. The renderer (with its options) and every flag the
   # optimizer and codegen read (helpers.PROGRAM_FLAGS) are in it too: a kernel compiles once per process and per way of making it
   renderer = Device[device].renderer
   if (ret := method_cache.get(key := (device, ast, renderer, program_flags()))) is not None: return ret
+  # the first new kernel of a schedule starts the compiles of all its new kernels (a schedule of known kernels never looks)
+  if schedule: compile_ahead(schedule)
   # the program runs where it was asked for (CPU:1 or NULL share the CPU's renderer, whose device says CPU)
   p = programs_ahead.pop(key, None) or _program(ast, renderer, rawbufs)
   method_cache[key] = ret = CompiledRunner(replace(p, device=device))
@@ -130,11 +132,12 @@ class ExecItem:
                if et is not None else "") + f" {shape}")
     return et
 
-def lower_schedule_item(si:ScheduleItem) -> ExecItem:
+def lower_schedule_item(si:ScheduleItem, schedule:list[ScheduleItem]|None=None) -> ExecItem:
+  """The runner of one item; schedule: the items it is run with, whose new kernels compile ahead (compile_ahead) when this one is new."""
   if si.ast.op is Ops.COPY:
     return ExecItem(BufferCopy(si.bufs[0].nbytes, si.bufs[0].device, si.bufs[1].device), list(si.bufs), si.metadata)
   # BEAM sizes its scratch buffers from these (and copies the inputs' contents); it never writes them
-  runner = get_runner(si.bufs[0].device, si.ast, list(si.bufs))
+  runner = get_runner(si.bufs[0].device, si.ast, list(si.bufs), schedule)
   # the kernel's arguments are the buffers its globals name, in their order
   return ExecItem(runner, [si.bufs[i] for i in runner.p.globals], si.metadata, dict(si.var_vals))
 
@@ -154,8 +157,11 @@ class JitError(RuntimeError):
   """A TinyJit call that a replay would get wrong; the message says what changed."""
 
 def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None, do_update_stats=True):
-  compile_ahead(schedule)
-  for _, ei in lower_schedule(list(schedule)):
+  for si in schedule:
+    try: ei = lower_schedule_item(si, schedule)
+    except Exception as e:
+      if DEBUG >= 2: print(f"error lowering {si.ast.op}: {e}")
+      raise
     if capturing: capturing[-1].append(ei)
     ei.run(var_vals or {}, do_update_stats=do_update_stats)
 

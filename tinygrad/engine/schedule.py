@@ -3,7 +3,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import dtypes
-from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _unique_counter, buffers
+from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _PLAIN_ARG, _unique_counter, buffers, _compute_st, _compute_device
 from tinygrad.device import Buffer
 from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE, PACKED_DOT_MIN, PACKED_CONV_MIN
 from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN, EXPENSIVE_EXPAND, ROW_FUSE
@@ -37,11 +37,11 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
   """One walk of the graph: its nodes in topological order, its input BUFFERs in the order met, and a key equal for graphs that differ only in
   which buffers (of the same dtype, size and device) they read. A subgraph without buffers is its own key: hash-consing makes equal ones
   the same object."""
+  # pos: a node's place in entries, as ~place (negative) for a node that reads no buffer
   pos: dict[UOp, int] = {}
   entries: list[Any] = []
   inputs: list[UOp] = []
-  has_buf: list[bool] = []
-  movement = GroupOp.Movement
+  plain_arg, BUFFER, get = _PLAIN_ARG, Ops.BUFFER, pos.__getitem__
   # (explicit loops, no generators: this walk runs on every realize, plan cache hit or not)
   stack: list[UOp] = [sink]
   while stack:
@@ -49,29 +49,22 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
     if u in pos:
       stack.pop()
       continue
-    if u.op is Ops.BUFFER:
-      entries.append((Ops.BUFFER, u.dtype, u.arg, u.src[1].arg, len(inputs)))
-      has_buf.append(True)
+    if (op := u.op) is BUFFER:
+      entries.append((BUFFER, u.dtype, u.arg, u.src[1].arg, len(inputs)))
       inputs.append(u)
+      pos[u] = len(entries) - 1
+    elif not (src := u.src): pos[u] = ~len(entries); entries.append(u)
     else:
       n = len(stack)
-      for s in reversed(u.src):
+      for s in src:
         if s not in pos: stack.append(s)
       if len(stack) != n: continue
-      src_pos, any_buf = [], False
-      for s in u.src:
-        src_pos.append(i := pos[s])
-        any_buf = any_buf or has_buf[i]
-      if any_buf:
-        # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement args are ints)
-        arg = u.arg if u.arg is None or type(u.arg) is int or u.op in movement else _argkey(u.arg)
-        entries.append((u.op, u.dtype, arg, tuple(src_pos)))
-        has_buf.append(True)
-      else:
-        entries.append(u)
-        has_buf.append(False)
+      if max(src_pos := tuple(map(get, src))) >= 0:
+        # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement and reduce args have none)
+        pos[u] = len(entries)
+        entries.append((op, u.dtype, u.arg if u.arg is None or type(u.arg) is int or op in plain_arg else _argkey(u.arg), src_pos))
+      else: pos[u] = ~len(entries); entries.append(u)
     stack.pop()
-    pos[u] = len(entries) - 1
   return list(pos), inputs, tuple(entries)
 
 def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, int], dict[UOp, UOp]]:
@@ -97,21 +90,26 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
     for u in values:
       if u not in swapped and any(s in swapped for s in u.src): swapped.add(u)
     plan.rebuild = [u for u in values if u in swapped and u.src and u.op is not Ops.SINK]
+    # shapes and devices of what a hit makes anew are the plan's: worked out once here, copied onto the new nodes
+    for u in plan.outputs + plan.rebuild: u._cached("_st", _compute_st), u._cached("_device", _compute_device)
     if SCHEDULE_CACHE:
       if len(_plans) >= 512: del _plans[next(iter(_plans))]
       _plans[key] = plan
   else: plan_stats["hits"] += 1
   # the plan on real buffers: stand-ins become the inputs, the plan's outputs fresh buffers; becomes_map keys go back to the caller's graph
   real = dict(zip(plan.stand_ins, inputs))
-  made: dict[UOp, Buffer] = {}   # the outputs' Buffers, made here directly: a lookup in the weak `buffers` map costs more
+  made: dict[UOp, Buffer] = {}   # the outputs' Buffers, made here directly
   for o in plan.outputs:
     real[o] = u = UOp(Ops.BUFFER, o.dtype, (UOp(Ops.UNIQUE, arg=next(_unique_counter)), o.src[1]), o.arg)
+    (d := u.__dict__)["_st"], d["_device"] = (od := o.__dict__)["_st"], od["_device"]
     if isinstance(dev := o.src[1].arg, str): buffers[u] = made[o] = Buffer(dev, o.arg, o.dtype)
   if DEBUG >= 3: print(f"scheduled {len(plan.items)} items")
   schedule = [ScheduleItem(ast.substitute(real) if ast.op is Ops.COPY else ast, tuple(made[b] if b in made else real.get(b, b).buffer for b in bufs),
                            var_vals=vv) for ast, bufs, vv in plan.items]
   for u in plan.rebuild:
-    if u not in real: real[u] = UOp(u.op, u.dtype, tuple(real.get(s, s) for s in u.src), u.arg)
+    if u not in real:
+      real[u] = n = UOp(u.op, u.dtype, tuple(real.get(s, s) for s in u.src), u.arg)
+      (d := n.__dict__)["_st"], d["_device"] = (ud := u.__dict__)["_st"], ud["_device"]
   return schedule, plan.var_vals, {nodes[i]: real.get(v, v) for i, v in plan.becomes}
 
 def _plan(sink:UOp, pos:dict[UOp, int]) -> _Plan:

@@ -36,6 +36,11 @@ def _simplified_indexed_uops(views:tuple[View, ...], idxs:tuple[UOp, ...]) -> tu
 @dataclass(frozen=True, order=True)
 class ShapeTracker:
   views: tuple[View, ...]
+  def __hash__(self) -> int:   # kept, like View's
+    try: return self.__dict__["_hash"]
+    except KeyError: self.__dict__["_hash"] = h = hash(self.views)
+    return h
+  def __reduce__(self): return ShapeTracker, (self.views,)
 
   @staticmethod
   def from_shape(shape:Sequence[sint], strides:Sequence[sint]|None=None) -> ShapeTracker: return ShapeTracker((View.create(tuple(shape), strides),))

@@ -101,6 +101,12 @@ class View:
   offset: sint
   mask: tuple[tuple[sint, sint], ...]|None
   contiguous: bool
+  # the hash is kept (Views key the movement caches of every graph built) and never pickled: a symbolic size in it hashes by identity
+  def __hash__(self) -> int:
+    try: return self.__dict__["_hash"]
+    except KeyError: self.__dict__["_hash"] = h = hash((self.shape, self.strides, self.offset, self.mask, self.contiguous))
+    return h
+  def __reduce__(self): return View, (self.shape, self.strides, self.offset, self.mask, self.contiguous)
 
   @staticmethod
   def create(shape:Sequence[sint], strides:Sequence[sint]|None=None, offset:sint=0, mask:Sequence[tuple[sint, sint]]|None=None) -> View:

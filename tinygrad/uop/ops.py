@@ -1,7 +1,7 @@
 from __future__ import annotations
 import math, struct, weakref, functools, inspect, itertools, operator, enum
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple, Union, TYPE_CHECKING, cast
+from typing import Any, Callable, Iterator, NamedTuple, Union, TYPE_CHECKING
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.dtype import DType, PtrDType, dtypes, ConstType, truncate
@@ -68,19 +68,34 @@ class UOpMetaClass(type):
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=tuple(), arg:Any=None):
     key = (op, dtype, src, arg if arg is None or type(arg) is int or op in _PLAIN_ARG else _argkey(arg))
     if (ref := _ucache.get(key)) is not None and (ret := ref()) is not None: return ret
-    new: UOp = cast(Any, cls).__new__(cls)
+    new: UOp = object.__new__(cls)  # type: ignore[arg-type]
     new.op, new.dtype, new.src, new.arg = op, dtype, src, arg
     _ucache[key] = weakref.ref(new, functools.partial(_drop_uop, key))
     return new
 _ucache = UOpMetaClass.ucache
 _PLAIN_ARG = GroupOp.Movement | {Ops.REDUCE_AXIS, Ops.VIEW}   # args of ints, ops and ShapeTrackers: no float to keep apart
 def _drop_uop(key:tuple, ref:weakref.ReferenceType, cache:dict=_ucache) -> None:   # (cache bound here: at exit the global may be gone)
-  if cache.get(key) is ref: del cache[key]
+  # one lookup (the key's hash calls DType.__hash__): the entry is put back in the rare case a new UOp took the key meanwhile
+  if (now := cache.pop(key, None)) is not ref and now is not None: cache[key] = now
 
 _MISSING = object()   # a memo not filled in yet (None is a value: no shape, no device)
 
-# a Buffer for every BUFFER UOp that has one (weak, so graphs that die free their memory)
-buffers: weakref.WeakKeyDictionary[UOp, Any] = weakref.WeakKeyDictionary()
+class _Buffers(weakref.WeakKeyDictionary):
+  """A Buffer for every BUFFER UOp that has one (weak, so graphs that die free their memory). The UOp's memo holds it too: a read finds it
+  there without making a weak reference."""
+  def __setitem__(self, u:UOp, buf:Any) -> None:
+    u.__dict__["_buffer"] = buf
+    super().__setitem__(u, buf)
+  def __delitem__(self, u:UOp) -> None:
+    u.__dict__.pop("_buffer", None)
+    super().__delitem__(u)
+  def pop(self, u:UOp, *default:Any) -> Any:
+    u.__dict__.pop("_buffer", None)
+    return super().pop(u, *default)
+  def get(self, u:UOp, default:Any=None) -> Any: return u.__dict__.get("_buffer", default)
+  def __getitem__(self, u:UOp) -> Any: return u.__dict__["_buffer"]
+  def __contains__(self, u:object) -> bool: return isinstance(u, UOp) and "_buffer" in u.__dict__
+buffers: weakref.WeakKeyDictionary[UOp, Any] = _Buffers()
 _unique_counter = itertools.count()
 
 class UOp(MathTrait, metaclass=UOpMetaClass):
@@ -138,13 +153,17 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return new.get(self, self)
 
   # *** shapes: every UOp with a shape has a ShapeTracker ***
+  # (try/except: a memo hit, the usual case, costs one dict lookup)
   @property
-  def st(self): return st if (st := self.__dict__.get("_st", _MISSING)) is not _MISSING else self._cached("_st", _compute_st)
+  def st(self):
+    try: return self.__dict__["_st"]
+    except KeyError: return self._cached("_st", _compute_st)
   @property
   def shape(self) -> tuple[sint, ...]:
-    if (st := self.__dict__.get("_st", _MISSING)) is _MISSING: st = self._cached("_st", _compute_st)
+    try: st = self.__dict__["_st"]
+    except KeyError: st = self._cached("_st", _compute_st)
     if st is None: raise ValueError(f"{self.op} has no shape")
-    return st.shape
+    return st.views[-1].shape
   @property
   def size(self) -> int: return self.arg if self.op is Ops.BUFFER else prod(self.shape)  # type: ignore[arg-type]
   @property
@@ -182,14 +201,14 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def buffer(self):
     from tinygrad.device import Buffer
     if self.op is not Ops.BUFFER: return self.buf_uop.buffer
-    if (ret := buffers.get(self)) is not None: return ret
+    if (ret := self.__dict__.get("_buffer")) is not None: return ret
     if not isinstance(self.device, str): raise ValueError(f"buffer on multiple devices {self.device}")
     buffers[self] = ret = Buffer(self.device, self.size, self.dtype if not isinstance(self.dtype, PtrDType) else self.dtype.base)
     return ret
   @property
   def is_realized(self) -> bool:
     b = self.base
-    return b.op is Ops.BUFFER and (buf := buffers.get(b)) is not None and buf.is_allocated()
+    return b.op is Ops.BUFFER and (buf := b.__dict__.get("_buffer")) is not None and buf.is_allocated()
   @property
   def realized(self):
     return buffers[self.base] if self.is_realized else None
@@ -240,7 +259,10 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   # movement ops: the ShapeTracker validates them and raises ValueError with the shapes
   def _mop(self, op:Ops, arg:tuple) -> UOp:
     ret = UOp(op, self.dtype, (self,), arg)
-    ret.st  # noqa: B018 -- validate now, so a bad movement fails where it is written
+    # validate now, so a bad movement fails where it is written
+    if "_st" not in (d := ret.__dict__):
+      if (src_st := self.st) is None: raise ValueError(f"{op} on {self.op}, which has no shape")
+      d["_st"] = _moved_st(src_st, op, arg)
     return ret
   def reshape(self, arg:tuple[sint, ...]) -> UOp:
     return self if (st := self.st) is not None and st.shape == (arg := tuple(arg)) else self._mop(Ops.RESHAPE, arg)
