@@ -63,6 +63,15 @@ CASES = {
   "matmul_odd": lambda rng, dev: (_rng_t(rng, (7, 13), dev) @ _rng_t(rng, (13, 11), dev)),
   "batched": lambda rng, dev: (_rng_t(rng, (2, 8, 8), dev) @ _rng_t(rng, (2, 8, 32), dev)),
   "conv": lambda rng, dev: _rng_t(rng, (1, 4, 6, 6), dev).conv2d(_rng_t(rng, (32, 4, 3, 3), dev), padding=1),
+  "conv_strided": lambda rng, dev: _rng_t(rng, (2, 3, 9, 9), dev).conv2d(_rng_t(rng, (16, 3, 3, 3), dev), stride=2, padding=1),
+  # reduces, a row kernel, elementwise with vector transcendentals, an int kernel: the upcasts and thread splits of every profile
+  "sum_rows": lambda rng, dev: _rng_t(rng, (16, 67), dev).sum(1),
+  "sum_cols": lambda rng, dev: _rng_t(rng, (33, 40), dev).sum(0),
+  "max_all": lambda rng, dev: _rng_t(rng, (24, 40), dev).max(),
+  "softmax": lambda rng, dev: _rng_t(rng, (8, 48), dev).softmax(1),
+  "layernorm": lambda rng, dev: _rng_t(rng, (8, 40), dev).layernorm(),
+  "elementwise": lambda rng, dev: (_rng_t(rng, (16, 36), dev).exp() * _rng_t(rng, (36,), dev).sigmoid() + _rng_t(rng, (16, 1), dev).tanh()),
+  "int_elementwise": lambda rng, dev: (Tensor(rng.integers(-99, 99, (12, 40)).astype(np.int32), device=dev) * 3 // 7 + 1).maximum(0),
 }
 
 def _kernels(name:str, dev:str) -> list[tuple]:
@@ -134,6 +143,7 @@ print('ok')
   assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
 def test_gemm_1024_plan_per_machine():
+  if os.environ.get("CPU_MODEL"): pytest.skip("CPU_MODEL poses as another machine: the packing of the schedule follows it")
   # what the heuristics plan for a packed GEMM 1024 (scheduled, not run): AVX-512 keeps 1 MB of B panels in its 2 MB L2 (BLOCK), the
   # AVX2 machine's 256 KB L2 holds one 128 KB panel, so the panel loop goes outermost (SWAP)
   _device("CPU")

@@ -269,3 +269,17 @@ def test_gradient_read_after_sibling_gradient_realized():
   (ref * torch.tensor([1., -2., 3., 0.5])).sum().backward()
   for t, r in zip(ts, rs): np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-6)
   assert not ts[1].grad.requires_grad
+
+def test_var_std_grad_with_infinities():
+  # fuzz cases 2000073, 3000137 (--mix nonfinite): torch's var gradient is 2 * (x - mean) / (n - 1), so a row holding an infinity gives its
+  # finite elements -inf or inf (the mean's own path added inf - inf = nan), and an infinite first element must not shift the row to nan
+  a = np.array([[0.5, math.inf, -1.0], [-math.inf, 2.0, 3.0], [1.0, 2.0, 4.0], [math.nan, 1.0, 0.0]], dtype=np.float32)
+  w = np.array([1.5, -2.0, 0.5, 1.0], dtype=np.float32)
+  for name in ("var", "std"):
+    r = torch.tensor(a, requires_grad=True)
+    (getattr(r, name)(dim=1) * torch.tensor(w)).sum().backward()
+    x = Tensor(a, requires_grad=True)
+    out = getattr(x, name)(1)
+    (out * Tensor(w)).sum().backward()
+    np.testing.assert_allclose(out.numpy(), getattr(r, name)(dim=1).detach().numpy(), rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-6, equal_nan=True)

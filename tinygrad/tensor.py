@@ -1497,9 +1497,13 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     n = prod(self.shape[a] for a in axes)
     x = self._to_float()
     # shifted by the first element (detached: the variance doesn't depend on it), so equal values give exactly 0 and a large mean
-    # cancels before the squares
-    if n and all_int(self.shape): x = x - x.shrink(tuple((0, 1) if i in axes else None for i in range(x.ndim))).detach()
-    sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
+    # cancels before the squares (an infinite first element isn't: inf - inf would turn the gradient of the finite ones from +-inf to nan)
+    if n and all_int(self.shape):
+      first = x.shrink(tuple((0, 1) if i in axes else None for i in range(x.ndim))).detach()
+      x = x - first.isinf().where(0, first)
+    # the mean is detached: the gradient is torch's 2 * (x - mean) / (n - correction), not that minus the mean of it (which is 0, or nan
+    # at an infinity, where torch gives the finite elements -inf or inf)
+    sq = (x - x.mean(axis, keepdim=True).detach()).square().sum(axis, keepdim)
     return sq / max(0, n - correction)
   @_dim_alias
   def std(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, correction:int|float=1) -> Tensor:
