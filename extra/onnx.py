@@ -90,7 +90,8 @@ class OnnxRunner:
     self.exec_graph = dataclasses.replace(self.graph, node=self._fold_batchnorms(self._fold_constants(list(self.graph.node))))
     # calls with the inputs' shapes, dtypes and devices of an earlier call replay that call's kernels (TinyJit): the graph's Python runs
     # only in the first two calls of each input signature. Models with random ops always run eagerly; one that reads tensor data to go on
-    # (If, Loop, NonZero ...) fails the capture and runs eagerly from then on, for that signature. jit=False or JIT=0: always eager.
+    # (If, Loop, NonZero ...) fails the capture and runs eagerly from then on, for that signature. jit=False or JIT=0: always eager. The
+    # MAX_JITS signatures used last keep their captures.
     self.jit = jit and not any(_is_random(n) for n in _all_nodes(self.graph, self.model.functions))
     self._jits: dict[tuple, TinyJit|None] = {}
 
@@ -204,9 +205,12 @@ class OnnxRunner:
     if self.jit and JIT and not debug and not capturing and all(isinstance(v, Tensor) or v is None for v in feed.values()):
       key = tuple((n, v.shape, v.dtype, v.device) if isinstance(v, Tensor) else (n, None) for n, v in feed.items())
       if key not in self._jits:
+        # each capture holds its buffers: the signatures used longest ago are forgotten (inputs of ever new shapes don't pile up)
+        while len(self._jits) >= MAX_JITS: self._jits.pop(next(iter(self._jits)))
         rest = {n: v for n, v in values.items() if n not in feed}   # weights, defaults and missing optionals: the same every call
         self._jits[key] = TinyJit(lambda feed: self._run({**rest, **feed}))
-      if (jit := self._jits[key]) is not None:
+      self._jits[key] = jit = self._jits.pop(key)   # most recently used last
+      if jit is not None:
         try: return {n: _own_copy(v) for n, v in jit(feed).items()}   # the next replay overwrites the jit's outputs
         except JitError: self._jits[key] = None   # reads tensor data, or returns an input: eager for these shapes
     return self._run(values)
@@ -330,6 +334,8 @@ def _outside_capture():
 # never run at load: their values change from call to call, or they run subgraphs
 _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout", "If", "Loop", "Scan",
             "SequenceMap"}
+
+MAX_JITS = 8   # input signatures an OnnxRunner keeps a capture for
 
 _RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 

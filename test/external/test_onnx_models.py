@@ -60,3 +60,10 @@ def test_bert_like_dynamic_axes_under_jit():
   ids_np, mask_np = rng.integers(0, 1000, (3, 20)).astype(np.int64), np.ones((3, 20), np.int64)
   out = OnnxRunner(model)({"ids": ids_np, "mask": mask_np})["out"].numpy()
   np.testing.assert_allclose(out, _ort(model, {"ids": ids_np, "mask": mask_np})[0], rtol=1e-4, atol=1e-4)
+  # the runner's own replays (no TinyJit around it): shapes alternating, each call's answer right and kept
+  sess, runner = ort.InferenceSession(model, providers=["CPUExecutionProvider"]), OnnxRunner(model)
+  feeds = [{"ids": rng.integers(0, 1000, shp).astype(np.int64), "mask": np.ones(shp, np.int64)} for shp in [(2, 32)] * 4 + [(3, 20)] * 3 + [(2, 32)]]
+  outs = [runner(feed)["out"] for feed in feeds]
+  for step, (feed, got) in enumerate(zip(feeds, outs)):
+    np.testing.assert_allclose(got.numpy(), sess.run(None, feed)[0], rtol=1e-4, atol=1e-4, err_msg=f"call {step}")
+  assert sorted(j.cnt for j in runner._jits.values()) == [3, 5]   # 2x32: captured and 3 replays; 3x20: captured and 1 replay

@@ -6,6 +6,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import helper, numpy_helper, TensorProto  # noqa: E402
 from tinygrad import Tensor, TinyJit, GlobalCounters  # noqa: E402
 from tinygrad.device import Device  # noqa: E402
+import extra.onnx  # noqa: E402
 from extra.onnx import OnnxRunner, onnx_load  # noqa: E402
 from extra.onnx_conformance import run_tinygrad, compare  # noqa: E402
 from extra.onnx import message_value  # noqa: E402
@@ -88,6 +89,12 @@ def test_repeated_calls_replay_and_keep_their_outputs():
   kernels, r.node_count = GlobalCounters.kernel_count, 0
   r({"x": xs[0]})
   assert GlobalCounters.kernel_count - kernels == 1 and r.node_count == 0   # a replay: the fused matmul+relu, no node run in Python
+  for n in (4, 5, 6, 2, 2, 2):   # 4 signatures: only the MAX_JITS (here 2) used last keep a capture, the answers stay right
+    with pytest.MonkeyPatch.context() as mp:
+      mp.setattr(extra.onnx, "MAX_JITS", 2)
+      x = np.full((n, 4), n, np.float32)
+      np.testing.assert_allclose(r({"x": x})["y"].numpy(), np.maximum(x @ w, 0), rtol=1e-5)
+  assert [k[0][1][0] for k in r._jits] == [6, 2]
   r_eager, _ = _matmul_relu_runner(jit=False)
   r_eager({"x": xs[0]}), r_eager({"x": xs[1]})
   assert r_eager._jits == {}
