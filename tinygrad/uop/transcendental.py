@@ -261,9 +261,10 @@ def xexp(d:UOp) -> UOp:
   x = (d < lo).where(lo, d)
   x = (_fc(x, hi) < x).where(hi, x)
   r, u = _exp_reduce(x)
+  u = u.bitcast(int_type(d.dtype, True))   # >= 0; unsigned, so u << mb may wrap
   half = shr(u, 1)   # k//2 + bias (2*bias is even): the factors are 2**(k//2) and 2**(k - k//2), normal or (at the clamp) 0.0
-  p = _poly(r, _economized(dt))
-  return (p * shl(half, mantissa_bits(dt)).bitcast(d.dtype)) * shl(u - half, mantissa_bits(dt)).bitcast(d.dtype)
+  p, f1 = _poly(r, _economized(dt)), shl(half, mantissa_bits(dt))
+  return (p * f1.bitcast(d.dtype)) * (shl(u, mantissa_bits(dt)) - f1).bitcast(d.dtype)   # (u - half) << mb, as one subtraction
 
 def _ln2_parts(dt:DType) -> tuple[float, float]:
   # ln2 = hi + lo, hi with enough trailing zeros that k*hi is exact for |k| < 2**12 (float64) / 2**9 (float32)
