@@ -1086,10 +1086,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return self.gt(0).where(self, self * slope)
   def _sigmoid_v(self) -> Tensor:
     # 1/(1 + e**-|x|), times e**-|x| for negative x: e**-|x| never overflows and tiny results keep their digits
-    pos = self.ge(0)
-    e = pos.where(-self, self).exp()
+    neg = self.lt(0)   # one compare (ge is built from several); -0.0 and nan take the x >= 0 side as before
+    e = neg.where(self, -self).exp()
     p = 1 / (1 + e)
-    return pos.where(p, e * p)
+    return neg.where(e * p, p)
   def sigmoid(self) -> Tensor: return self._smooth(Tensor._sigmoid_v, lambda x, y: y * (1 - y))
   def logsigmoid(self) -> Tensor:
     """log(sigmoid(x)) = min(x, 0) - log1p(e**-|x|): no overflow, and no log(0) for very negative x"""

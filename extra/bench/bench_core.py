@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """First-light benchmark: this library against numpy (and torch when installed) in one run, on the default device.
 Usage: python3 extra/bench/bench_core.py [--quick] [--elementwise] [--torch-compile] [--one-thread] [--e2e]
-  --elementwise: only the elementwise table; --torch-compile: add torch.compile (Inductor) for the fused rows (its first compile is slow)
+  --elementwise: only the elementwise table; --torch-compile: add torch.compile (Inductor) for the fused rows, also to --one-thread's
+    gelu(x)*2+1 (its first compile is slow)
   --one-thread: one thread on every side, timed as process CPU time (fair on a loaded machine): each row end to end (build the graph,
     schedule, run, as a user calls it) and kernels only, against torch eager (numpy for matmul), and the per-call cost of small graphs
   --e2e: only GEMM 256 and 512 end to end against numpy (a new graph each call, .realize() and .numpy()), and the Python around a kernel
@@ -221,6 +222,7 @@ def one_thread():
           ("log(abs)", lambda: x.abs().log(), lambda: xt.abs().log()), ("relu", lambda: x.relu(), lambda: torch.relu(xt)),
           ("softmax(-1)", lambda: x.softmax(-1), lambda: xt.softmax(-1)),
           ("layernorm(-1)", lambda: x.layernorm(), lambda: F.layer_norm(xt, xt.shape[-1:])),
+          ("gelu(x)*2+1", lambda: x.gelu()*2+1, lambda: F.gelu(xt, approximate="tanh")*2+1),
           ("a*b+c", lambda: x*y+x, lambda: xt*yt+xt), ("sum", lambda: x.sum(), lambda: xt.sum())]
   print(f"\none thread, process CPU time, {shape[0]}x{shape[1]} fp32 (matmul: NxN), ratio = reference time / ours (>1: ours faster)")
   print(f"| {'case':18s} | {'ours e2e':>9s} | {'kernels':>9s} | {'reference':>15s} | {'e2e ratio':>9s} | {'kernel ratio':>12s} |")
@@ -230,6 +232,14 @@ def one_thread():
   for name, ours, ref in rows:
     ours().realize()
     line(name, cpu(lambda: ours().realize()), kernels_only(ours), cpu(ref), "torch")
+    if TORCH_COMPILE and name == "gelu(x)*2+1":   # the fused chain against Inductor's generated C++ (its first compile is slow)
+      try:
+        cf = torch.compile(lambda v: F.gelu(v, approximate="tanh")*2+1)
+        st = time.perf_counter()
+        cf(xt)
+        print(f"| {'  torch.compile':18s} | first call (compile) {time.perf_counter() - st:.1f} s")
+        line("  vs torch.compile", cpu(lambda: ours().realize()), kernels_only(ours), cpu(lambda: cf(xt)), "comp")
+      except Exception as e: print(f"torch.compile failed: {type(e).__name__}: {e}")
   for n in ((128, 256) if QUICK else (256, 512)):
     an, bn = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
     a, b = Tensor(an).realize(), Tensor(bn).realize()

@@ -150,9 +150,9 @@ class TestExpTanh(unittest.TestCase):
     x = UOp.variable("x", -math.inf, math.inf, dtypes.float32)
     ops = [u.op for u in xexp(x).toposort() if u.op not in (Ops.CONST, Ops.DEFINE_VAR, Ops.BITCAST)]
     self.assertNotIn(Ops.CMPNE, ops)
-    self.assertNotIn(Ops.CAST, ops)
+    self.assertFalse(any(u.op is Ops.CAST and dtypes.is_int(u.dtype) for u in xexp(x).toposort()))
     self.assertEqual(ops.count(Ops.CMPLT), 2)
-    self.assertLessEqual(len(ops), 31)
+    self.assertLessEqual(len(ops), 32)
     tops = [u.op for u in xtanh(x).toposort()]
     self.assertEqual((tops.count(Ops.FDIV), tops.count(Ops.RECIP)), (1, 0))
     self.assertIs(graph_rewrite(x.alu(Ops.EXP), transcendental_rewrite({Ops.EXP})).op, Ops.EXP)

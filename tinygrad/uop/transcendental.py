@@ -239,16 +239,16 @@ def _atanh_tail(dt:DType) -> list[float]:
 
 def _exp_reduce(x:UOp) -> tuple[UOp, UOp]:
   """(r, u) with x = k*ln2 + r, |r| <= 0.35, and u = k + 2*bias as an int, for finite |x| < 2**11 (or nan: garbage u, nan r). k is x/ln2
-  rounded by adding 1.5*2**mantissa_bits (the sum's last bit is the ones place), so u comes from its bits with no float -> int cast; ln2's
+  rounded by adding 1.5*2**mantissa_bits (the sum's last bit is the ones place), so k comes from its bits with no float -> int cast; ln2's
   high part has enough trailing zeros that k times it is exact (Cody-Waite). Both products can fuse into FMAs without changing r."""
   dt, it = x.dtype.scalar(), int_type(x.dtype)
   magic = 1.5 * 2.0**mantissa_bits(dt)
   ln2_hi, ln2_lo = _ln2_parts(dt)
-  t = x * _rnd(1 / _frac(_ln2_fixed()), dt) + magic
-  kf = t - magic
-  r = kf * -ln2_lo + (kf * -ln2_hi + x)
+  # k from the bits, not as t - magic: a compiler that may reassociate floats (WGSL's) folds that back to x/ln2
   magic_bits = struct.unpack("<q" if _is64(dt) else "<i", struct.pack("<d" if _is64(dt) else "<f", magic))[0]
-  return r, t.bitcast(it) - (magic_bits - 2*exponent_bias(dt))
+  k = (x * _rnd(1 / _frac(_ln2_fixed()), dt) + magic).bitcast(it) - magic_bits
+  kf = k.cast(x.dtype)
+  return kf * -ln2_lo + (kf * -ln2_hi + x), k + 2*exponent_bias(dt)
 
 def xexp(d:UOp) -> UOp:
   """e**d: d clamped from above to where e**d overflows and from below to where k = -2*bias (selects that keep a nan), d = k*ln2 + r
@@ -261,9 +261,10 @@ def xexp(d:UOp) -> UOp:
   x = (d < lo).where(lo, d)
   x = (_fc(x, hi) < x).where(hi, x)
   r, u = _exp_reduce(x)
+  u = u.bitcast(int_type(d.dtype, True))   # >= 0; unsigned, so u << mb may wrap
   half = shr(u, 1)   # k//2 + bias (2*bias is even): the factors are 2**(k//2) and 2**(k - k//2), normal or (at the clamp) 0.0
-  p = _poly(r, _economized(dt))
-  return (p * shl(half, mantissa_bits(dt)).bitcast(d.dtype)) * shl(u - half, mantissa_bits(dt)).bitcast(d.dtype)
+  p, f1 = _poly(r, _economized(dt)), shl(half, mantissa_bits(dt))
+  return (p * f1.bitcast(d.dtype)) * (shl(u, mantissa_bits(dt)) - f1).bitcast(d.dtype)   # (u - half) << mb, as one subtraction
 
 def _ln2_parts(dt:DType) -> tuple[float, float]:
   # ln2 = hi + lo, hi with enough trailing zeros that k*hi is exact for |k| < 2**12 (float64) / 2**9 (float32)
