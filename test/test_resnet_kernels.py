@@ -67,3 +67,15 @@ def test_padded_copy_with_heuristic_opts_is_right(dev, hw, pad):
   got, opts = _run_with_heuristic(out, dev)
   assert any(o.op is OptOps.UPCAST for o in opts)
   np.testing.assert_array_equal(got.reshape(out.shape), np.pad(x, ((0, 0), (0, 0), pad[2:], pad[:2])) * 2)
+
+def test_strided_1x1_conv_copies_only_the_pixels_it_reads():
+  # a ResNet downsample: a 1x1 stride-2 conv of relu(x + r), the block's output, four weight panels. Its input is computed once into a
+  # buffer: only the pixels the conv reads (a quarter), which the conv then reads contiguously
+  rng = np.random.default_rng(3)
+  xn, rn, wn = (rng.standard_normal(s, dtype=np.float32) for s in ((1, 16, 12, 12), (1, 16, 12, 12), (128, 16, 1, 1)))
+  x, r, w = Tensor(xn, device="CPU").realize(), Tensor(rn, device="CPU").realize(), Tensor(wn, device="CPU").realize().pack_conv_weight()
+  kernels = [si for si in (x + r).relu().conv2d(w, stride=2).schedule() if si.ast.op is Ops.SINK]
+  out = (x + r).relu().conv2d(w, stride=2)
+  assert len(kernels) == 2 and kernels[0].bufs[0].size == 16 * 6 * 6
+  ref = torch.nn.functional.conv2d(torch.relu(torch.from_numpy(xn) + torch.from_numpy(rn)), torch.from_numpy(wn), stride=2)
+  np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)

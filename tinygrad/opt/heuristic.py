@@ -26,6 +26,10 @@ def _register_tile(m:MachineModel, width:int, max_lanes:int, nrows:sint, ncols:s
   best = max(cands, key=lambda t: (t[0] * t[1] >= m.fma_chains, t[0] * t[1] / (t[0] + t[1]), t[0] * t[1]), default=None)
   return (best[0], best[1] * width) if best is not None else None
 
+def _overlap(row_stride:sint|None, tap_stride:sint|None, taps:sint) -> bool:
+  # whether neighbouring rows of windows (taps of tap_stride, rows row_stride apart in the input) read some input in common
+  return isinstance(row_stride, int) and isinstance(tap_stride, int) and isinstance(taps, int) and 0 < row_stride < tap_stride * taps
+
 def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   k = k.copy()
   opts: list[Opt] = []
@@ -97,18 +101,17 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     # a short innermost reduce (a conv's kernel width) unrolls whole: neighbouring taps share loaded inputs
     if tiles and isinstance(rs, int) and (amt := rs if rs <= 4 else 2 if rs % 2 == 0 else 0) > 1:
       _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, amt), opts)
-  # any other reduce: with enough outputs, a few of them side by side (independent lanes the compiler vectorizes) and a short unroll;
-  # with few outputs, a long unroll so the loop body adds many loaded values at once
   # a pooling window whose rows overlap (3x3, stride 2): the taps unroll whole and a few neighbouring rows of outputs side by side share the
   # input rows their windows have in common. (Lanes on the innermost output axis would gather lane by lane through the padding's gates,
   # and windows that don't overlap share nothing: those stay plain loops, which the C compiler vectorizes better.)
   taps, in_strides = [k.full_shape[a] for a in reduce_axes], [st.real_strides(ignore_valid=True) for st in load_sts]
   if reduce_axes and not opts and not k.opts.has_local and len(global_axes) >= 2 and all(isinstance(t, int) and t <= 8 for t in taps) and \
      prod(taps) <= 64 and isinstance(s := k.full_shape[row := global_axes[-2]], int) and \
-     any(isinstance(x[row], int) and isinstance(x[r], int) and 0 < x[row] < x[r] * k.full_shape[r] for x in in_strides for r in reduce_axes) \
-     and (amt := _largest_divisor(s, (8, 7, 4, 2))) is not None:
+     any(_overlap(x[row], x[r], k.full_shape[r]) for x in in_strides for r in reduce_axes) and (amt := _largest_divisor(s, (8, 7, 4, 2))) is not None:
     for i in reversed(range(len(reduce_axes))): _try(k, Opt(OptOps.UNROLL, i, 0), opts)
     _try(k, Opt(OptOps.UPCAST, len(global_axes)-2, amt), opts)
+  # any other reduce: with enough outputs, a few of them side by side (independent lanes the compiler vectorizes) and a short unroll;
+  # with few outputs, a long unroll so the loop body adds many loaded values at once
   if reduce_axes and not opts:
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
     out = k.full_shape[global_axes[-1]] if global_axes else 1

@@ -79,7 +79,10 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
     if pads and not small and any(b or e for b, e in pads[-1].arg): x, copies = x.substitute({pads[-1]: pads[-1].contiguous()}), copies + 1
     # an input computed by elementwise ops (a relu of the last layer's sum) is computed once into a buffer, not again at every load of every
     # panel and tap (small convs too, where it would be computed again for four or more panels)
-    elif (not small or split[v] >= 4) and (p.op in GroupOp.ALU or p.op is Ops.CAST): x, copies = x.substitute({p: p.contiguous()}), copies + 1
+    # (of it and the views of it the conv reads through, the smallest: a strided 1x1 conv reads a quarter of it, and from the copy contiguously)
+    elif (not small or split[v] >= 4) and (p.op in GroupOp.ALU or p.op is Ops.CAST):
+      q = min(reversed(_chain(x)), key=lambda u: prod(u.shape) if all_int(u.shape) else prod(p.shape))
+      x, copies = x.substitute({q: q.contiguous()}), copies + 1
     # (a reduce already split into one panel's lanes, reading packed operands, stays: this rule's own result)
     if not copies and split[v] == 1: return None
     return (x.reshape(split) * wp).r(Ops.ADD, tuple(a + (a > v) for a in axes)).reshape(r.shape)
