@@ -113,14 +113,16 @@ class TestUOpCache(unittest.TestCase):
     self.assertIsNot(UOp.const(dtypes.float, 0.0), UOp.const(dtypes.float, -0.0))
     self.assertIsNot(UOp(Ops.CONST, dtypes.int, arg=1), UOp(Ops.CONST, dtypes.int, arg=True))
 
-  def test_stale_callback_keeps_new_entry(self):
-    # a dead UOp's callback that runs after a new UOp took its key leaves the new entry alone
-    from tinygrad.uop.ops import _drop_uop
-    u = UOp(Ops.CONST, dtypes.int, arg=987654)
-    key = (Ops.CONST, dtypes.int, (), 987654)
-    _drop_uop(key, weakref.ref(UOp.variable("front_stale", 0, 1)))
-    self.assertIs(UOpMetaClass.ucache[key](), u)
-    self.assertIs(UOp(Ops.CONST, dtypes.int, arg=987654), u)
+  def test_many_generations(self):
+    # keys die and come back: every UOp built is the live one for its key, and dead ones leave the cache
+    n = len(UOpMetaClass.ucache)
+    for i in range(50):
+      u = UOp(Ops.CONST, dtypes.int, arg=987654)
+      self.assertIs(UOp(Ops.CONST, dtypes.int, arg=987654), u)
+      self.assertIs(UOpMetaClass.ucache[(Ops.CONST, dtypes.int._key, (), 987654)](), u)
+      del u
+    self.assertNotIn((Ops.CONST, dtypes.int._key, (), 987654), UOpMetaClass.ucache)
+    self.assertLessEqual(len(UOpMetaClass.ucache), n + 5)
 
 class TestBufferMemo(unittest.TestCase):
   def test_registry_and_memo_agree(self):

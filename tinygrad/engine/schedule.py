@@ -1,6 +1,6 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _PLAIN_ARG, _unique_counter, buffers, _compute_st, _compute_device
@@ -47,7 +47,7 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
     if (p := get(u)) is not None: return p
     if (op := u.op) is BUFFER:
       pos[u] = p = len(entries)
-      entries.append((BUFFER, u.dtype, u.arg, u.src[1].arg, len(inputs)))
+      entries.append((BUFFER, u.dtype._key, u.arg, u.src[1].arg, len(inputs)))   # (dtypes by their fields, as in the UOp cache)
       inputs.append(u)
     elif not (src := u.src): pos[u] = p = ~len(entries); entries.append(u)
     else:
@@ -55,14 +55,16 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
       if max(src_pos) >= 0:
         # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement and reduce args have none)
         pos[u] = p = len(entries)
-        entries.append((op, u.dtype, u.arg if u.arg is None or type(u.arg) is int or op in plain_arg else _argkey(u.arg), src_pos))
+        entries.append((op, u.dtype._key, u.arg if u.arg is None or type(u.arg) is int or op in plain_arg else _argkey(u.arg), src_pos))
       else: pos[u] = p = ~len(entries); entries.append(u)
     return p
   try: visit(sink)
   except RecursionError:
     # a deep graph: its nodes in the same order (depth first, sources in order, a BUFFER's own not entered) by an explicit stack, then
     # visited bottom up, so that each visit finds its sources done
-    pos.clear(), entries.clear(), inputs.clear()
+    pos.clear()
+    entries.clear()
+    inputs.clear()
     order: list[UOp] = []
     seen: set[UOp] = set()
     stack: list[tuple[UOp, bool]] = [(sink, False)]
@@ -74,7 +76,7 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
         stack.append((u, True))
         if u.op is not BUFFER: stack.extend((x, False) for x in reversed(u.src) if x not in seen)
     for u in order: visit(u)
-  finally: del visit   # (visit's closure holds visit: a cycle that would keep this graph alive until the garbage collector runs)
+  finally: visit = cast(Any, None)   # (visit's closure holds visit: a cycle that would keep this graph alive until the garbage collector runs)
   return list(pos), inputs, tuple(entries)
 
 def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, int], dict[UOp, UOp]]:

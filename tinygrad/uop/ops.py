@@ -66,17 +66,17 @@ class UOpMetaClass(type):
   # UOp's callback drops its entry unless a new UOp took the key meanwhile
   ucache: dict[tuple, weakref.ReferenceType[UOp]] = {}
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=tuple(), arg:Any=None):
-    key = (op, dtype, src, arg if arg is None or type(arg) is int or op in _PLAIN_ARG else _argkey(arg))
+    # (the dtype by its fields: a scalar dtype's hash is then all C, DType.__hash__ is a Python call)
+    key = (op, dtype._key, src, arg if arg is None or type(arg) is int or op in _PLAIN_ARG else _argkey(arg))
     if (ref := _ucache.get(key)) is not None and (ret := ref()) is not None: return ret
     new: UOp = object.__new__(cls)  # type: ignore[arg-type]
     new.op, new.dtype, new.src, new.arg = op, dtype, src, arg
-    _ucache[key] = weakref.ref(new, functools.partial(_drop_uop, key))
+    # the callback (all in C: a dead UOp costs no Python call) drops the entry. No new UOp can have taken the key by then: a weakref's
+    # callback runs as its object is freed, and only UOp creation (never a callback) makes UOps
+    _ucache[key] = weakref.ref(new, functools.partial(_ucache.pop, key))
     return new
 _ucache = UOpMetaClass.ucache
 _PLAIN_ARG = GroupOp.Movement | {Ops.REDUCE_AXIS, Ops.VIEW}   # args of ints, ops and ShapeTrackers: no float to keep apart
-def _drop_uop(key:tuple, ref:weakref.ReferenceType, cache:dict=_ucache) -> None:   # (cache bound here: at exit the global may be gone)
-  # one lookup (the key's hash calls DType.__hash__): the entry is put back in the rare case a new UOp took the key meanwhile
-  if (now := cache.pop(key, None)) is not ref and now is not None: cache[key] = now
 
 _MISSING = object()   # a memo not filled in yet (None is a value: no shape, no device)
 
