@@ -51,11 +51,12 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
       inputs.append(u)
     elif not (src := u.src): pos[u] = p = ~len(entries); entries.append(u)
     else:
-      src_pos = (visit(src[0]),) if len(src) == 1 else tuple([visit(s) for s in src])
-      if max(src_pos) >= 0:
+      if len(src) == 1: reads_buf = (p := visit(src[0])) >= 0; src_pos: tuple[int, ...] = (p,)
+      else: reads_buf = max(src_pos := tuple([visit(s) for s in src])) >= 0
+      if reads_buf:
         # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement and reduce args have none)
         pos[u] = p = len(entries)
-        entries.append((op, u.dtype._key, u.arg if u.arg is None or type(u.arg) is int or op in plain_arg else _argkey(u.arg), src_pos))
+        entries.append((op, u.dtype._key, arg if (arg := u.arg) is None or type(arg) is int or op in plain_arg else _argkey(arg), src_pos))
       else: pos[u] = p = ~len(entries); entries.append(u)
     return p
   try: visit(sink)
