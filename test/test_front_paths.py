@@ -113,14 +113,16 @@ class TestUOpCache(unittest.TestCase):
     self.assertIsNot(UOp.const(dtypes.float, 0.0), UOp.const(dtypes.float, -0.0))
     self.assertIsNot(UOp(Ops.CONST, dtypes.int, arg=1), UOp(Ops.CONST, dtypes.int, arg=True))
 
-  def test_stale_callback_keeps_new_entry(self):
-    # a dead UOp's callback that runs after a new UOp took its key leaves the new entry alone
-    from tinygrad.uop.ops import _drop_uop
-    u = UOp(Ops.CONST, dtypes.int, arg=987654)
-    key = (Ops.CONST, dtypes.int, (), 987654)
-    _drop_uop(key, weakref.ref(UOp.variable("front_stale", 0, 1)))
-    self.assertIs(UOpMetaClass.ucache[key](), u)
-    self.assertIs(UOp(Ops.CONST, dtypes.int, arg=987654), u)
+  def test_many_generations(self):
+    # keys die and come back: every UOp built is the live one for its key, and dead ones leave the cache
+    n = len(UOpMetaClass.ucache)
+    for i in range(50):
+      u = UOp(Ops.CONST, dtypes.int, arg=987654)
+      self.assertIs(UOp(Ops.CONST, dtypes.int, arg=987654), u)
+      self.assertIs(UOpMetaClass.ucache[(Ops.CONST, dtypes.int._key, (), 987654)](), u)
+      del u
+    self.assertNotIn((Ops.CONST, dtypes.int._key, (), 987654), UOpMetaClass.ucache)
+    self.assertLessEqual(len(UOpMetaClass.ucache), n + 5)
 
 class TestBufferMemo(unittest.TestCase):
   def test_registry_and_memo_agree(self):
@@ -188,6 +190,35 @@ class TestPlanHitWork(unittest.TestCase):
     self.assertEqual(len(started), n)
     xn = np.arange(24, dtype=np.float32).reshape(4, 6)
     np.testing.assert_allclose(y.numpy(), np.exp2(xn * 1.7 + 0.3).sum(1) + np.exp2((xn * 2.9).max(1)), rtol=1e-5)
+
+class TestStructureWalk(unittest.TestCase):
+  def test_deep_graph_same_key(self):
+    # a graph too deep for the recursive walk is walked bottom up instead, in the same order: the same structure, the same plan
+    import sys
+    from tinygrad.engine.schedule import _structure
+    x = Tensor(np.ones(4, np.float32)).realize()
+    def chain(n):
+      y = x
+      for i in range(n): y = (y * 1.5 + i) * x if i % 3 else y + x.exp2()   # x is shared all the way up
+      return UOp.sink(y.uop)
+    limit = sys.getrecursionlimit()
+    shallow = _structure(chain(50))
+    sys.setrecursionlimit(80)   # the walk of 50 ops now fails and falls back
+    try: fallback = _structure(chain(50))
+    finally: sys.setrecursionlimit(limit)
+    self.assertEqual(shallow[2], fallback[2])
+    self.assertEqual([u.op for u in shallow[0]], [u.op for u in fallback[0]])
+    self.assertEqual(len(_structure(chain(3000))[0]), len(chain(3000).toposort(gate=lambda u: u.op is not Ops.BUFFER)) + 1)
+  def test_graph_freed_without_gc(self):
+    # the walk leaves no cycle behind: a realized graph dies by reference counting, with the garbage collector off
+    x = Tensor(np.ones(8, np.float32)).realize()
+    y = x * 3 + 1
+    ref = weakref.ref(y.uop)
+    gc.disable()
+    try:
+      y.realize()
+      self.assertIsNone(ref())
+    finally: gc.enable()
 
 class TestOpsEnum(unittest.TestCase):
   def test_members(self):

@@ -298,11 +298,12 @@ def _ancestors(dt: DType) -> frozenset[DType]:
 def least_upper_dtype(*ds: DType) -> DType:
   if (images := [d for d in ds if isinstance(d, ImageDType)]): return images[0]
   if not ds: raise ValueError("least_upper_dtype needs at least one dtype")
-  if all(d == ds[0] for d in ds): return ds[0]
+  if len(ds) == 2 and ds[0] is ds[1] or all(d == ds[0] for d in ds): return ds[0]
   return min(frozenset.intersection(*(_ancestors(d.scalar()) for d in ds)))
 
 def least_upper_float(dt: DType) -> DType: return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)
 
+@functools.cache   # (SUM_DTYPE is read once, by the cached getenv)
 def sum_acc_dtype(dt: DType) -> DType:
   # small ints accumulate in 32 bits; half/bfloat16/fp8 accumulate in float32 (SUM_DTYPE) and Tensor.sum casts the result back
   if dtypes.is_unsigned(dt): return least_upper_dtype(dt, dtypes.uint32)

@@ -138,7 +138,8 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
   lazy = []
   for t in tensors:
     if (realized := becomes_map.get(u := t._uop)) is not None: t.uop = realized
-    elif u.op is not Ops.BUFFER and (u.op not in GroupOp.Movement or u.base.op is not Ops.BUFFER): lazy.append(t)
+    elif u.op is not Ops.BUFFER and (u.op not in GroupOp.Movement or (s := u.src[0]).op is not Ops.BUFFER and s.base.op is not Ops.BUFFER):
+      lazy.append(t)
   if not (tensors := lazy): return
   old_sink = UOp.sink(*[t.uop for t in tensors])
   new_sink = old_sink.substitute(becomes_map)

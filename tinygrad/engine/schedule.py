@@ -1,6 +1,6 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _PLAIN_ARG, _unique_counter, buffers, _compute_st, _compute_device
@@ -41,30 +41,43 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
   pos: dict[UOp, int] = {}
   entries: list[Any] = []
   inputs: list[UOp] = []
-  plain_arg, BUFFER, get = _PLAIN_ARG, Ops.BUFFER, pos.__getitem__
-  # (explicit loops, no generators: this walk runs on every realize, plan cache hit or not)
-  stack: list[UOp] = [sink]
-  while stack:
-    u = stack[-1]
-    if u in pos:
-      stack.pop()
-      continue
+  plain_arg, BUFFER, get = _PLAIN_ARG, Ops.BUFFER, pos.get
+  # (a recursive walk: this runs on every realize, and a call costs less than the bookkeeping of an explicit stack)
+  def visit(u:UOp) -> int:
+    if (p := get(u)) is not None: return p
     if (op := u.op) is BUFFER:
-      entries.append((BUFFER, u.dtype, u.arg, u.src[1].arg, len(inputs)))
+      pos[u] = p = len(entries)
+      entries.append((BUFFER, u.dtype._key, u.arg, u.src[1].arg, len(inputs)))   # (dtypes by their fields, as in the UOp cache)
       inputs.append(u)
-      pos[u] = len(entries) - 1
-    elif not (src := u.src): pos[u] = ~len(entries); entries.append(u)
+    elif not (src := u.src): pos[u] = p = ~len(entries); entries.append(u)
     else:
-      n = len(stack)
-      for s in src:
-        if s not in pos: stack.append(s)
-      if len(stack) != n: continue
-      if max(src_pos := tuple(map(get, src))) >= 0:
+      if len(src) == 1: reads_buf = (p := visit(src[0])) >= 0; src_pos: tuple[int, ...] = (p,)
+      else: reads_buf = max(src_pos := tuple([visit(s) for s in src])) >= 0
+      if reads_buf:
         # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement and reduce args have none)
-        pos[u] = len(entries)
-        entries.append((op, u.dtype, u.arg if u.arg is None or type(u.arg) is int or op in plain_arg else _argkey(u.arg), src_pos))
-      else: pos[u] = ~len(entries); entries.append(u)
-    stack.pop()
+        pos[u] = p = len(entries)
+        entries.append((op, u.dtype._key, arg if (arg := u.arg) is None or type(arg) is int or op in plain_arg else _argkey(arg), src_pos))
+      else: pos[u] = p = ~len(entries); entries.append(u)
+    return p
+  try: visit(sink)
+  except RecursionError:
+    # a deep graph: its nodes in the same order (depth first, sources in order, a BUFFER's own not entered) by an explicit stack, then
+    # visited bottom up, so that each visit finds its sources done
+    pos.clear()
+    entries.clear()
+    inputs.clear()
+    order: list[UOp] = []
+    seen: set[UOp] = set()
+    stack: list[tuple[UOp, bool]] = [(sink, False)]
+    while stack:
+      u, done = stack.pop()
+      if done: order.append(u)
+      elif u not in seen:
+        seen.add(u)
+        stack.append((u, True))
+        if u.op is not BUFFER: stack.extend((x, False) for x in reversed(u.src) if x not in seen)
+    for u in order: visit(u)
+  finally: visit = cast(Any, None)   # (visit's closure holds visit: a cycle that would keep this graph alive until the garbage collector runs)
   return list(pos), inputs, tuple(entries)
 
 def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, int], dict[UOp, UOp]]:

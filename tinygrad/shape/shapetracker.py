@@ -1,6 +1,6 @@
 from __future__ import annotations
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sint
@@ -36,6 +36,8 @@ def _simplified_indexed_uops(views:tuple[View, ...], idxs:tuple[UOp, ...]) -> tu
 @dataclass(frozen=True, order=True)
 class ShapeTracker:
   views: tuple[View, ...]
+  shape: tuple[sint, ...] = field(init=False, compare=False, repr=False)   # the last view's, kept (read for every UOp built)
+  def __post_init__(self): object.__setattr__(self, "shape", self.views[-1].shape)
   def __hash__(self) -> int:   # kept, like View's
     try: return self.__dict__["_hash"]
     except KeyError: self.__dict__["_hash"] = h = hash(self.views)
@@ -45,8 +47,6 @@ class ShapeTracker:
   @staticmethod
   def from_shape(shape:Sequence[sint], strides:Sequence[sint]|None=None) -> ShapeTracker: return ShapeTracker((View.create(tuple(shape), strides),))
 
-  @property
-  def shape(self) -> tuple[sint, ...]: return self.views[-1].shape
   def size(self) -> int: return self.views[-1].size()
   @property
   def contiguous(self) -> bool: return len(self.views) == 1 and self.views[0].contiguous

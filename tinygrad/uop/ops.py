@@ -66,17 +66,18 @@ class UOpMetaClass(type):
   # UOp's callback drops its entry unless a new UOp took the key meanwhile
   ucache: dict[tuple, weakref.ReferenceType[UOp]] = {}
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=tuple(), arg:Any=None):
-    key = (op, dtype, src, arg if arg is None or type(arg) is int or op in _PLAIN_ARG else _argkey(arg))
+    # (the dtype by its fields: a scalar dtype's hash is then all C, DType.__hash__ is a Python call)
+    key = (op, dtype._key, src, arg if arg is None or type(arg) is int or op in _PLAIN_ARG else _argkey(arg))
     if (ref := _ucache.get(key)) is not None and (ret := ref()) is not None: return ret
     new: UOp = object.__new__(cls)  # type: ignore[arg-type]
     new.op, new.dtype, new.src, new.arg = op, dtype, src, arg
-    _ucache[key] = weakref.ref(new, functools.partial(_drop_uop, key))
+    # the callback (all in C: a dead UOp costs no Python call) drops the entry. No new UOp can have taken the key by then: a weakref's
+    # callback runs as its object is freed, and only UOp creation (never a callback) makes UOps
+    _ucache[key] = _weakref(new, _partial(_ucache_pop, key))
     return new
 _ucache = UOpMetaClass.ucache
+_ucache_pop, _weakref, _partial = _ucache.pop, weakref.ref, functools.partial
 _PLAIN_ARG = GroupOp.Movement | {Ops.REDUCE_AXIS, Ops.VIEW}   # args of ints, ops and ShapeTrackers: no float to keep apart
-def _drop_uop(key:tuple, ref:weakref.ReferenceType, cache:dict=_ucache) -> None:   # (cache bound here: at exit the global may be gone)
-  # one lookup (the key's hash calls DType.__hash__): the entry is put back in the rare case a new UOp took the key meanwhile
-  if (now := cache.pop(key, None)) is not ref and now is not None: cache[key] = now
 
 _MISSING = object()   # a memo not filled in yet (None is a value: no shape, no device)
 
@@ -163,7 +164,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     try: st = self.__dict__["_st"]
     except KeyError: st = self._cached("_st", _compute_st)
     if st is None: raise ValueError(f"{self.op} has no shape")
-    return st.views[-1].shape
+    return st.shape
   @property
   def size(self) -> int: return self.arg if self.op is Ops.BUFFER else prod(self.shape)  # type: ignore[arg-type]
   @property
@@ -232,7 +233,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     out_dtype = self.dtype if op in (Ops.SHL, Ops.SHR) else (self, *src)[-1].dtype
     if op in GroupOp.Comparison: out_dtype = dtypes.bool.vec(out_dtype.count) if out_dtype.count > 1 else dtypes.bool
     return UOp(op, out_dtype, (self,)+src)
-  def cast(self, dtype:DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
+  def cast(self, dtype:DType) -> UOp: return self if self.dtype is dtype or self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
   def bitcast(self, dtype:DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.BITCAST, dtype, (self,))
   def sink(self, *srcs:UOp) -> UOp: return UOp(Ops.SINK, dtypes.void, (self,)+srcs)
   def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
