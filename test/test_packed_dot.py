@@ -187,3 +187,46 @@ def test_pack_conv_weight_only_where_packed():
   packed = Tensor(wn, device="CPU").realize().pack_conv_weight()
   np.testing.assert_equal(packed.numpy(), wn)
   assert packed.uop.st is not None and packed.uop.st.real_strides()[0] == 1
+
+def test_layout_copy_of_a_single_use_copy_is_one_kernel():
+  # a value made contiguous only to be copied into another layout is computed by that copy: one kernel; read by something else too, it
+  # stays a buffer of its own
+  xn = np.random.default_rng(14).standard_normal((6, 10), np.float32)
+  x = Tensor(xn).realize()
+  a = (x + 1).contiguous()
+  b = a.permute(1, 0).contiguous()
+  assert len(_kernels(sched := b.schedule())) == 1
+  run_schedule(sched)
+  np.testing.assert_allclose(b.numpy(), (xn + 1).T)
+  np.testing.assert_allclose(a.numpy(), xn + 1)   # not realized by b's kernel: computed when asked
+  a2 = (x + 2).contiguous()
+  b2, c2 = a2.permute(1, 0).contiguous(), a2 * 3
+  assert len(_kernels(sched := Tensor.schedule(b2, c2))) == 3
+  run_schedule(sched)
+  np.testing.assert_allclose(b2.numpy(), (xn + 2).T)
+  np.testing.assert_allclose(c2.numpy(), (xn + 2) * 3, rtol=1e-6)
+
+@pytest.mark.parametrize("x_grad", [False, True])
+def test_conv_weight_grad_of_computed_x_and_g(x_grad):
+  # a conv of relu(x + b) under a relu, as in a CNN: the weight gradient reads x from the copy the forward conv makes of the relu (no
+  # channels-last copy of its own), and g (relu' times the upstream gradient, realized by the autograd) is computed straight into its
+  # channels-last copy when no input gradient reads it. Forward: x's copy, the weight's panels, the conv; backward: g's copy, two partial
+  # sums and their sum: 6 kernels (8 before: x's channels-last copy and g's buffer). With dx, g is a buffer (the transposed conv pads it).
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(13)
+  xn, bn, wn, gn = rng.standard_normal((4, 8, 9, 9), np.float32), rng.standard_normal((1, 8, 1, 1), np.float32), \
+    rng.standard_normal((16, 8, 3, 3), np.float32), rng.standard_normal((4, 16, 7, 7), np.float32)
+  xb, b, g = Tensor(xn, device="CPU", requires_grad=x_grad).realize(), Tensor(bn, device="CPU").realize(), Tensor(gn, device="CPU").realize()
+  w = Tensor(wn, device="CPU", requires_grad=True).realize()
+  with Context(PACKED_CONV_MIN=1, CONV_GRAD_CHUNK=3000):   # 2 images a chunk
+    out = (xb + b).relu().conv2d(w)
+    grads = (out.relu() * g).sum().gradient(*((xb, w) if x_grad else (w,)))
+    sched = Tensor.schedule(out, *grads)
+    if not x_grad: assert len(_kernels(sched)) == 6, len(_kernels(sched))
+    run_schedule(sched)
+  tx, tw = torch.tensor(xn, requires_grad=x_grad), torch.tensor(wn, requires_grad=True)
+  tout = torch.nn.functional.conv2d(torch.relu(tx + torch.tensor(bn)), tw)
+  (torch.relu(tout) * torch.tensor(gn)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(grads[-1].numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+  if x_grad: np.testing.assert_allclose(grads[0].numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)

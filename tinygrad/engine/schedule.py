@@ -8,7 +8,7 @@ from tinygrad.device import Buffer
 from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE, PACKED_DOT_MIN, PACKED_CONV_MIN
 from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN, EXPENSIVE_EXPAND, ROW_FUSE
 from tinygrad.schedule.kernelize import KernelBuilder
-from tinygrad.schedule.packing import pack_operands
+from tinygrad.schedule.packing import pack_operands, relayout_only_copies, merge_relayout_copies
 
 @dataclass(frozen=True)
 class ScheduleItem:
@@ -127,6 +127,10 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
 
 def _plan(sink:UOp, pos:dict[UOp, int]) -> _Plan:
   cmap = graph_rewrite_map(sink, pack_operands + early_cleanup, ctx=set())
+  # (the layout copies just made may copy a value realized only for them: they compute it themselves)
+  if (copies := relayout_only_copies(cmap[sink])):
+    merged = graph_rewrite_map(cmap[sink], merge_relayout_copies, ctx=copies)
+    cmap = {k: merged.get(v, v) for k, v in cmap.items()}
   clean = cmap[sink]
   realizes = group_realizes(clean)
   # a buffer for every kernel output: ASSIGN writes into its target, the rest get new buffers

@@ -108,9 +108,9 @@ def _chain(u:UOp) -> list[UOp]:
 
 def pack_conv_grad(r:UOp, a:UOp, b:UOp) -> UOp|None:
   # a conv's weight gradient as Tensor._conv_grad builds it: the windows of x (bs, groups, 1, cin_g, *o, *k) times g (bs, groups, rcout, 1,
-  # *o, 1...), summed (maybe in a wider dtype) over the batch and the output positions. Here x (padded) and g are read from channels-last
-  # copies (the output tile's channels, SIMD lanes and rows, load contiguously) and the batch is summed in chunks whose x and g stay in a
-  # core's cache while every output tile reads them: partial sums, then their sum.
+  # *o, 1...), summed (maybe in a wider dtype) over the batch and the output positions. Here x (padded, unless computed) and g are read
+  # from channels-last copies (the output tile's channels, SIMD lanes and rows, load contiguously) and the batch is summed in chunks whose
+  # x and g stay in a core's cache while every output tile reads them: partial sums, then their sum.
   shape, axes = r.src[0].shape, r.arg[1]
   n = (len(shape) - 4) // 2
   if r.arg[0] is not Ops.ADD or n < 1 or len(shape) != 4 + 2*n or 0 not in axes or not set(axes) <= {0, *range(4, 4+n)}: return None
@@ -131,13 +131,33 @@ def pack_conv_grad(r:UOp, a:UOp, b:UOp) -> UOp|None:
   per_image = (prod(xt.shape) + prod(gt.shape)) // bs * a.dtype.itemsize
   chunk = next(c for c in range(max(1, min(bs, CONV_GRAD_CHUNK.value // max(per_image, 1))), 0, -1) if bs % c == 0)
   split = (bs // chunk, chunk) + tuple(shape[1:])
-  prods = x.substitute({xt: _channels_last(xt)}).reshape(split) * g.substitute({gt: _channels_last(gt)}).reshape(split)
+  # an x computed by elementwise ops (a relu of the last layer) is read from the plain copy the forward conv makes of it (pack_conv): one
+  # copy serves both, where a channels-last copy of its own costs a pass over x for about what the weight gradient's kernel gains from it
+  xcopy = xt.contiguous() if xt.op in GroupOp.ALU or xt.op is Ops.CAST else _channels_last(xt)
+  prods = x.substitute({xt: xcopy}).reshape(split) * g.substitute({gt: _channels_last(gt)}).reshape(split)
   # the product's output channels go last: they are the tile's SIMD lanes (g's contiguous channels) and the input channels its rows, so no
   # axis of x's windows looks like a GEMM's panel to cut (that put the batch chunks inside, streaming all of x and g once per tap); the
   # chunks' partial sums are summed in that order too (contiguous rows) and read back through a permute
   perm = (0, 1, 2, 4) + tuple(range(5, 5+2*n)) + (3,)
   part = prods.permute(perm).cast(r.dtype).r(Ops.ADD, (1,) + tuple(range(4, 4+n)))
   return part.r(Ops.ADD, (0,)).permute(tuple(argsort(perm))).reshape(r.shape)
+
+def relayout_only_copies(sink:UOp) -> set[UOp]:
+  """The CONTIGUOUS nodes (of a computed value) whose one consumer, through reshapes and permutes alone, is another CONTIGUOUS: a value
+  realized only to be copied into another layout (a conv's g, realized by the autograd for its custom backward, then copied channels-last
+  for the weight gradient when no input gradient reads it). The copy can compute the value itself: one pass over memory less."""
+  users: dict[UOp, list[UOp]] = {}
+  for u in sink.toposort():
+    for s in u.src: users.setdefault(s, []).append(u)
+  ret: set[UOp] = set()
+  for c, us in users.items():
+    if c.op is not Ops.CONTIGUOUS or len(us) != 1 or c.src[0].op is Ops.BUFFER: continue
+    u = us[0]
+    while u.op in (Ops.RESHAPE, Ops.PERMUTE) and len(users.get(u, ())) == 1: u = users[u][0]
+    if u.op is Ops.CONTIGUOUS and u is not us[0]: ret.add(c)
+  return ret
+
+merge_relayout_copies = PatternMatcher([(UPat(Ops.CONTIGUOUS, name="c"), lambda ctx, c: c.src[0] if c in ctx else None)])
 
 pack_operands = PatternMatcher([
   (UPat(Ops.REDUCE_AXIS, src=(UPat.any(prod_pat := UPat(Ops.MUL, src=(UPat.var("a"), UPat.var("b"))), prod_pat.cast()),), name="r"), pack_conv_grad),
