@@ -133,14 +133,31 @@ print('ok')
                        env={**os.environ, "PYTHONPATH": os.getcwd(), "CPU_MODEL": "avx2-1fma", "DEV": "CPU"})
   assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
-def test_gemm_1024_plan_per_machine():
-  # what the heuristics plan for a packed GEMM 1024 (scheduled, not run): AVX-512 keeps 1 MB of B panels in its 2 MB L2 (BLOCK), the
-  # AVX2 machine's 256 KB L2 holds one 128 KB panel, so the panel loop goes outermost (SWAP)
-  _device("CPU")
+def _gemm_plan(n:int, m:MachineModel) -> list[Opt]:
   with Context(PACKED_DOT_MIN=1):
-    ast = (Tensor.empty(1024, 1024, device="CPU") @ Tensor.empty(1024, 1024, device="CPU")).schedule()[-1].ast
-  big = hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(PROFILES["avx512-2fma"])))
+    ast = (Tensor.empty(n, n, device="CPU") @ Tensor.empty(n, n, device="CPU")).schedule()[-1].ast
+  return hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(m)))
+
+def test_gemm_1024_plan_per_machine():
+  # what the heuristics plan for a packed GEMM 1024 (scheduled, not run): AVX-512 keeps B panels in half of its 2 MB L2 less A's row block
+  # (BLOCK: 4 panels of 128 KB, not 8), the AVX2 machine's 256 KB L2 holds one 64 KB panel, so the panel loop goes outermost (SWAP)
+  _device("CPU")
   # (the kernel's axes: rows m, B's column panels n/32, the 32 columns of a panel, k)
-  assert {Opt(OptOps.UPCAST, 2, 32), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.BLOCK, 1, 8)} <= set(big)
-  small = hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(PROFILES["avx2-1fma"])))
+  big = _gemm_plan(1024, PROFILES["avx512-2fma"])
+  assert {Opt(OptOps.UPCAST, 2, 32), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.BLOCK, 1, 4)} <= set(big)
+  small = _gemm_plan(1024, PROFILES["avx2-1fma"])
   assert Opt(OptOps.SWAP, 0, 1) in small and not any(o.op is OptOps.BLOCK for o in small)
+
+@pytest.mark.parametrize("n, block", [(512, 8), (1024, 4), (2048, 2), (4096, 2)])
+def test_gemm_panel_block_shares_l2_with_a(n, block):
+  # the panels a row block of A passes over, plus that row block (8 rows of the whole reduce), fit in half of L2: at K=2048 two 256 KB
+  # panels and A's 64 KB (four panels thrashed L2). At K=4096 only one 512 KB panel would fit with A's 128 KB: two panels in half of L2
+  # instead (one would read all of A again for every 32 columns)
+  _device("CPU")
+  m = PROFILES["avx512-2fma"]
+  plan = _gemm_plan(n, m)
+  assert [o.arg for o in plan if o.op is OptOps.BLOCK] == [block], plan
+  rows = next(o.arg for o in plan if o.op is OptOps.UPCAST and o.axis == 0)
+  panel, a_rows = n * 32 * 4, rows * n * 4
+  if n < 4096: assert block * panel + a_rows <= m.l2 // 2 < 2 * block * panel + a_rows
+  else: assert block * panel <= m.l2 // 2 < block * panel + a_rows
