@@ -6,7 +6,7 @@ import pytest
 from tinygrad import Tensor, Device, Context
 from tinygrad.uop import Ops
 from tinygrad.renderer import MachineModel
-from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError
+from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError, AxisType
 from tinygrad.opt.heuristic import hand_coded_optimizations, _register_tile
 from tinygrad.engine.realize import get_program, CompiledRunner
 from tinygrad.runtime.support.cpu_model import PROFILES, host_model
@@ -161,3 +161,25 @@ def test_gemm_panel_block_shares_l2_with_a(n, block):
   panel, a_rows = n * 32 * 4, rows * n * 4
   if n < 4096: assert block * panel + a_rows <= m.l2 // 2 < 2 * block * panel + a_rows
   else: assert block * panel <= m.l2 // 2 < block * panel + a_rows
+
+def test_gemm_pack_reads_b_row_by_row():
+  # the copy of B into column panels (n/32, k, 32) loops over B's rows outermost: each row of B is read once, front to back, and its
+  # panels' vectors written (the panel-major order read a 128-byte piece of every row, a page apart). Other copies keep their order.
+  _device("CPU")
+  r = _cpu_renderer_posing_as(PROFILES["avx512-2fma"])
+  with Context(PACKED_DOT_MIN=1):
+    pack = (Tensor.empty(256, 256, device="CPU") @ Tensor.empty(256, 256, device="CPU")).schedule()[0].ast
+  k = Kernel(pack, r)
+  for o in hand_coded_optimizations(k): k.apply_opt(o)
+  assert any(o.op is OptOps.SWAP for o in k.applied_opts), k.applied_opts
+  load = next(i for i, v in enumerate(k.view_uops) if any(u.op is Ops.LOAD and u.src[1] is v for u in pack.toposort()))
+  strides = [k.sts[load].real_strides()[a] for a in k.axes_of(AxisType.GLOBAL)]
+  assert strides == sorted(strides, reverse=True) and strides[0] == 256, (k.colored_shape(), strides)
+  # any copy of whole rows into another order is read in source order; arithmetic, and a transpose (a gather per vector), keep theirs
+  x = Tensor(np.arange(8*16*32, dtype=np.float32).reshape(8, 16, 32), device="CPU")
+  xn = x.numpy()
+  for make, want, swapped in ((lambda: x.permute(1, 0, 2).contiguous(), xn.transpose(1, 0, 2), True),
+                              (lambda: x.permute(1, 0, 2) * 2, xn.transpose(1, 0, 2) * 2, False),
+                              (lambda: x.reshape(128, 32).T.contiguous(), xn.reshape(128, 32).T, False)):
+    assert any(o.op is OptOps.SWAP for o in hand_coded_optimizations(Kernel(make().schedule()[-1].ast, r))) == swapped
+    np.testing.assert_equal(make().numpy(), want)

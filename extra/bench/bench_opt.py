@@ -57,6 +57,15 @@ def main():
     from tinygrad.runtime.support.cpu_model import FMAProbe, vector_flags
     if (cc := find_cc()) is not None:
       probe = FMAProbe(cc, CFLAGS + vector_flags(machine.simd_bytes), machine.simd_bytes, machine.vector_regs)
+      if SINGLE and hasattr(os, "sched_setaffinity"):
+        # the cores of a VM differ (one whose host hyperthread sibling is busy ran FMAs at 2/3 speed): --single runs everything on the
+        # fastest one, so every row and every column of the table runs on the same core
+        speed = {}
+        for cpu in sorted(os.sched_getaffinity(0)):
+          os.sched_setaffinity(0, {cpu})
+          speed[cpu] = max(probe.gflops(1) for _ in range(3))
+        os.sched_setaffinity(0, {(core := max(speed, key=lambda c: speed[c]))})
+        print(f"pinned to core {core} (FMA GFLOP/s per core: {', '.join(f'{c}: {g:.0f}' for c, g in speed.items())})")
       peak = max(probe.gflops(1 if SINGLE else os.cpu_count() or 1) for _ in range(3))
       print(f"measured FMA peak: {max(probe.gflops(1) for _ in range(3)):.0f} GFLOP/s one core, "
             f"{peak:.0f} GFLOP/s {'one core (--single)' if SINGLE else 'all cores'}")
