@@ -6,7 +6,8 @@ Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm
 at start (all cores)."""
 import sys, time, os
 # --single: one thread everywhere (tinygrad, numpy's BLAS, torch), timed in the calling thread's CPU time: on a machine other processes load,
-# time spent waiting for a core doesn't count, so the ratios hold
+# time spent waiting for a core doesn't count, so the ratios hold. Everything runs on the core with the highest measured FMA peak (a VM's cores
+# can differ by a third), and the runs of each row are interleaved
 SINGLE = "--single" in sys.argv
 if SINGLE: os.environ.update(CPU_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 CLOCK = time.thread_time if SINGLE else time.perf_counter
