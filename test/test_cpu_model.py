@@ -6,7 +6,7 @@ import pytest
 from tinygrad import Tensor, Device, Context
 from tinygrad.uop import Ops
 from tinygrad.renderer import MachineModel
-from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError
+from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError, AxisType
 from tinygrad.opt.heuristic import hand_coded_optimizations, _register_tile
 from tinygrad.engine.realize import get_program, CompiledRunner
 from tinygrad.runtime.support.cpu_model import PROFILES, host_model
@@ -36,10 +36,12 @@ def test_host_model_is_measured_and_cached():
   assert isinstance(m, MachineModel) and r.simd_bytes == m.simd_bytes and m.simd_bytes in (16, 32, 64) and m.vector_regs in (16, 32)
   assert 2 <= m.fma_chains <= m.vector_regs and m.fma_gflops > 0 and m.cores == os.cpu_count()
   assert 0 < m.l1 < m.l2 and m.l3 > 0
-  # a second process reads the disk cache: the same model
+  # a second process reads the disk cache: the same model as a lookup here (this process's device may have measured its own while another
+  # test file pointed the cache at a private one)
+  from tinygrad.runtime.ops_cpu import find_cc, CFLAGS
   out = subprocess.run([sys.executable, "-c", "from tinygrad import Device; print(repr(Device['CPU'].renderer.machine))"], capture_output=True,
                        text=True, check=True, env={**os.environ, "PYTHONPATH": os.getcwd()}).stdout.strip()
-  assert out == repr(m)
+  assert out == repr(host_model(find_cc(), CFLAGS))
 
 @pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
 def test_register_tile_fits_the_register_file(m):
@@ -142,15 +144,70 @@ print('ok')
                        env={**os.environ, "PYTHONPATH": os.getcwd(), "CPU_MODEL": "avx2-1fma", "DEV": "CPU"})
   assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
+def _gemm_ast(n:int):
+  # B's column panels are as wide as the host's model makes them (two AVX-512 registers here); the plans below are for those
+  if (host := Device["CPU"].renderer.machine) is None or host.simd_bytes != 64: pytest.skip("the host (or CPU_MODEL) packs B for another width")
+  with Context(PACKED_DOT_MIN=1): return (Tensor.empty(n, n, device="CPU") @ Tensor.empty(n, n, device="CPU")).schedule()[-1].ast
+
+def _gemm_plan(n:int, m:MachineModel) -> list[Opt]:
+  return hand_coded_optimizations(Kernel(_gemm_ast(n), _cpu_renderer_posing_as(m)))
+
 def test_gemm_1024_plan_per_machine():
   if os.environ.get("CPU_MODEL"): pytest.skip("CPU_MODEL poses as another machine: the packing of the schedule follows it")
-  # what the heuristics plan for a packed GEMM 1024 (scheduled, not run): AVX-512 keeps 1 MB of B panels in its 2 MB L2 (BLOCK), the
-  # AVX2 machine's 256 KB L2 holds one 128 KB panel, so the panel loop goes outermost (SWAP)
+  # what the heuristics plan for a packed GEMM 1024 (scheduled, not run): AVX-512 keeps B panels in half of its 2 MB L2 less A's row block
+  # (BLOCK: 4 panels of 128 KB, not 8), the AVX2 machine's 256 KB L2 holds one 64 KB panel, so the panel loop goes outermost (SWAP)
   _device("CPU")
-  with Context(PACKED_DOT_MIN=1):
-    ast = (Tensor.empty(1024, 1024, device="CPU") @ Tensor.empty(1024, 1024, device="CPU")).schedule()[-1].ast
-  big = hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(PROFILES["avx512-2fma"])))
   # (the kernel's axes: rows m, B's column panels n/32, the 32 columns of a panel, k)
-  assert {Opt(OptOps.UPCAST, 2, 32), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.BLOCK, 1, 8)} <= set(big)
-  small = hand_coded_optimizations(Kernel(ast, _cpu_renderer_posing_as(PROFILES["avx2-1fma"])))
+  big = _gemm_plan(1024, PROFILES["avx512-2fma"])
+  assert {Opt(OptOps.UPCAST, 2, 32), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.BLOCK, 1, 4)} <= set(big)
+  small = _gemm_plan(1024, PROFILES["avx2-1fma"])
   assert Opt(OptOps.SWAP, 0, 1) in small and not any(o.op is OptOps.BLOCK for o in small)
+
+@pytest.mark.parametrize("n, block", [(512, 8), (1024, 4), (2048, 2), (4096, 2)])
+def test_gemm_panel_block_shares_l2_with_a(n, block):
+  # the panels a row block of A passes over, plus that row block (8 rows of the whole reduce), fit in half of L2: at K=2048 two 256 KB
+  # panels and A's 64 KB (four panels thrashed L2). At K=4096 only one 512 KB panel would fit with A's 128 KB: two panels in half of L2
+  # instead (one would read all of A again for every 32 columns)
+  _device("CPU")
+  m = PROFILES["avx512-2fma"]
+  plan = _gemm_plan(n, m)
+  assert [o.arg for o in plan if o.op is OptOps.BLOCK] == [block], plan
+  rows = next(o.arg for o in plan if o.op is OptOps.UPCAST and o.axis == 0)
+  panel, a_rows = n * 32 * 4, rows * n * 4
+  if n < 4096: assert block * panel + a_rows <= m.l2 // 2 < 2 * block * panel + a_rows
+  else: assert block * panel <= m.l2 // 2 < block * panel + a_rows
+
+def test_gemm_pack_reads_b_row_by_row():
+  # the copy of B into column panels (n/32, k, 32) loops over B's rows outermost: each row of B is read once, front to back, and its
+  # panels' vectors written (the panel-major order read a 128-byte piece of every row, a page apart). Other copies keep their order.
+  _device("CPU")
+  r = _cpu_renderer_posing_as(PROFILES["avx512-2fma"])
+  with Context(PACKED_DOT_MIN=1):
+    pack = (Tensor.empty(256, 256, device="CPU") @ Tensor.empty(256, 256, device="CPU")).schedule()[0].ast
+  k = Kernel(pack, r)
+  for o in hand_coded_optimizations(k): k.apply_opt(o)
+  assert any(o.op is OptOps.SWAP for o in k.applied_opts), k.applied_opts
+  load = next(i for i, v in enumerate(k.view_uops) if any(u.op is Ops.LOAD and u.src[1] is v for u in pack.toposort()))
+  strides = [k.sts[load].real_strides()[a] for a in k.axes_of(AxisType.GLOBAL)]
+  assert strides == sorted(strides, reverse=True) and strides[0] == 256, (k.colored_shape(), strides)
+  # any copy of whole rows into another order is read in source order; arithmetic, and a transpose (a gather per vector), keep theirs
+  x = Tensor(np.arange(8*16*32, dtype=np.float32).reshape(8, 16, 32), device="CPU")
+  xn = x.numpy()
+  for make, want, swapped in ((lambda: x.permute(1, 0, 2).contiguous(), xn.transpose(1, 0, 2), True),
+                              (lambda: x.permute(1, 0, 2) * 2, xn.transpose(1, 0, 2) * 2, False),
+                              (lambda: x.reshape(128, 32).T.contiguous(), xn.reshape(128, 32).T, False)):
+    assert any(o.op is OptOps.SWAP for o in hand_coded_optimizations(Kernel(make().schedule()[-1].ast, r))) == swapped
+    np.testing.assert_equal(make().numpy(), want)
+
+def test_gemm_1024_beam_first_round_has_other_tiles_and_blocks():
+  # BEAM's first round on the heuristic's GEMM 1024 kernel (AVX-512 profile, scheduled, not run) tries the tiles and panel blocks next to the
+  # heuristic's: 4 rows x 64 lanes (two B panels, as many accumulators), 8 x 16, and half and twice as many panels per block
+  from tinygrad.opt.search import _variants, _spills
+  _device("CPU")
+  k = Kernel(_gemm_ast(1024), _cpu_renderer_posing_as(PROFILES["avx512-2fma"]))
+  variants = _variants(k, hand_coded_optimizations(k))
+  def tile(v): return tuple(v.full_shape[a] for a in v.axes_of(AxisType.UPCAST))
+  def blocks(v): return [o.arg for o in v.applied_opts if o.op is OptOps.BLOCK]
+  assert {(2, 4, 32), (8, 16), (4, 32)} <= {tile(v) for v in variants}, [tile(v) for v in variants]
+  assert {2, 8} <= {b for v in variants for b in blocks(v)}
+  assert not any(_spills(v) for v in variants)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinygrad import Tensor, Device, TinyJit
-from tinygrad.helpers import Context, dedup
+from tinygrad.helpers import Context, dedup, prod
 import tinygrad.helpers as helpers
 from tinygrad.uop import Ops
 from tinygrad.device import CompileError
@@ -475,9 +475,12 @@ def test_variants_and_spills():
   assert not any(a.applied_opts[-1] == Opt(OptOps.UPCAST, 0, 2) for a in get_kernel_actions(k8, include_0=False).values())
   variants = search._variants(k, tile)
   got = sorted(tuple((o.op, o.arg) for o in v.applied_opts) for v in variants)
-  # each changes one amount: lanes 16 (64 would be 8 x 4 = 32 accumulators: spills), rows 4 (16 spills), unroll off or 4
-  assert got == sorted([((OptOps.UPCAST, 16), (OptOps.UPCAST, 8), (OptOps.UNROLL, 2)), ((OptOps.UPCAST, 32), (OptOps.UPCAST, 4), (OptOps.UNROLL, 2)),
-                        ((OptOps.UPCAST, 32), (OptOps.UPCAST, 8)), ((OptOps.UPCAST, 32), (OptOps.UPCAST, 8), (OptOps.UNROLL, 4))]), got
+  # each changes one amount: lanes 16 (64 would be 8 x 4 = 32 accumulators: spills), rows 4 (16 spills), unroll off or 4; a tile halved
+  # along one axis also comes doubled along the innermost broadcast axis (the columns): 8 x 2x16 lanes, and 4 rows x 64 lanes
+  u, r = OptOps.UPCAST, OptOps.UNROLL
+  assert got == sorted([((u, 16), (u, 8), (r, 2)), ((u, 16), (u, 8), (r, 2), (u, 2)), ((u, 32), (u, 4), (r, 2)), ((u, 32), (u, 4), (r, 2), (u, 2)),
+                        ((u, 32), (u, 8)), ((u, 32), (u, 8), (r, 4))]), got
+  assert any(v.applied_opts[-1] == Opt(u, 1, 2) and prod(v.full_shape[a] for a in v.axes_of(AxisType.UPCAST)) == 4 * 64 for v in variants)
   # and every one computes the product
   for v in variants:
     prg = CompiledRunner(get_program(si.ast, Device["CPU"].renderer, v.applied_opts))

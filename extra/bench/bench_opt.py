@@ -6,7 +6,8 @@ Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm
 at start (all cores)."""
 import sys, time, os
 # --single: one thread everywhere (tinygrad, numpy's BLAS, torch), timed in the calling thread's CPU time: on a machine other processes load,
-# time spent waiting for a core doesn't count, so the ratios hold
+# time spent waiting for a core doesn't count, so the ratios hold. Everything runs on the core with the highest measured FMA peak (a VM's cores
+# can differ by a third), and the runs of each row are interleaved
 SINGLE = "--single" in sys.argv
 if SINGLE: os.environ.update(CPU_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 CLOCK = time.thread_time if SINGLE else time.perf_counter
@@ -18,23 +19,30 @@ QUICK, NO_BEAM = "--quick" in sys.argv, "--no-beam" in sys.argv
 BEAM_N = int(sys.argv[sys.argv.index("--beam")+1]) if "--beam" in sys.argv else 2
 REPS = 3 if QUICK else 5
 
-def best(fxn, reps=REPS) -> float:
-  fxn()
-  ts = []
+def best_of(fxns:list, reps=REPS) -> list[float]:
+  """Each function's best time of `reps` runs, the runs interleaved (round by round), so a slow spell of a loaded machine hits them all
+  alike and the ratios between them hold"""
+  for f in fxns: f()
+  ts = [float("inf")] * len(fxns)
   for _ in range(reps):
-    st = CLOCK()
-    fxn()
-    ts.append(CLOCK() - st)
-  return min(ts)
+    for i, f in enumerate(fxns):
+      st = CLOCK()
+      f()
+      ts[i] = min(ts[i], CLOCK() - st)
+  return ts
 
-def tg(make, beam=0) -> tuple[float, float]:
-  """(best run time, time of the first run: search and compile)"""
+def tg(make, beam=0):
+  """(a function that runs the kernels picked with the heuristics (beam=0) or BEAM=beam, time of the first run: search and compile)"""
   method_cache.clear()
-  with Context(BEAM=beam, IGNORE_BEAM_CACHE=1 if beam else 0):
+  ctx = dict(BEAM=beam, IGNORE_BEAM_CACHE=1 if beam else 0)
+  with Context(**ctx):
     st = time.perf_counter()
     make().realize()
     first = time.perf_counter() - st
-    return best(lambda: make().realize()), first
+  def run():
+    # the programs are cached per flags: under the same flags this finds the kernels picked above (no second search)
+    with Context(**ctx): make().realize()
+  return run, first
 
 def main():
   try:
@@ -50,6 +58,15 @@ def main():
     from tinygrad.runtime.support.cpu_model import FMAProbe, vector_flags
     if (cc := find_cc()) is not None:
       probe = FMAProbe(cc, CFLAGS + vector_flags(machine.simd_bytes), machine.simd_bytes, machine.vector_regs)
+      if SINGLE and hasattr(os, "sched_setaffinity"):
+        # the cores of a VM differ (one whose host hyperthread sibling is busy ran FMAs at 2/3 speed): --single runs everything on the
+        # fastest one, so every row and every column of the table runs on the same core
+        speed = {}
+        for cpu in sorted(os.sched_getaffinity(0)):
+          os.sched_setaffinity(0, {cpu})
+          speed[cpu] = max(probe.gflops(1) for _ in range(3))
+        os.sched_setaffinity(0, {(core := max(speed, key=lambda c: speed[c]))})
+        print(f"pinned to core {core} (FMA GFLOP/s per core: {', '.join(f'{c}: {g:.0f}' for c, g in speed.items())})")
       peak = max(probe.gflops(1 if SINGLE else os.cpu_count() or 1) for _ in range(3))
       print(f"measured FMA peak: {max(probe.gflops(1) for _ in range(3)):.0f} GFLOP/s one core, "
             f"{peak:.0f} GFLOP/s {'one core (--single)' if SINGLE else 'all cores'}")
@@ -58,10 +75,11 @@ def main():
         f"{'BEAM vs torch':>13s} | {'% peak':>6s} |")
   print("|" + "|".join("-"*(w+2) for w in (28, 9, 9, 8, 9, 9, 8, 13, 6)) + "|")
   def report(name, unit_work, mk_tg, np_fxn, torch_fxn, unit="GFLOP/s"):
-    t_h, _ = tg(mk_tg)
-    t_b, search = (float("nan"), float("nan")) if NO_BEAM else tg(mk_tg, BEAM_N)
-    t_np = best(np_fxn) if np_fxn else float("nan")
-    t_t = best(torch_fxn) if torch_fxn and torch else float("nan")
+    run_h, _ = tg(mk_tg)
+    run_b, search = (None, float("nan")) if NO_BEAM else tg(mk_tg, BEAM_N)
+    fxns = [run_h, run_b, np_fxn, torch_fxn if torch else None]
+    got = iter(best_of([f for f in fxns if f is not None]))
+    t_h, t_b, t_np, t_t = (next(got) if f is not None else float("nan") for f in fxns)
     g = lambda t: unit_work / t / 1e9  # noqa: E731
     pct = f"{100*g(min(t_h, t_b) if not NO_BEAM else t_h)/peak:5.0f}%" if unit == "GFLOP/s" and peak == peak else "      "
     print(f"| {name:28s} | {g(t_h):9.1f} | {g(t_b):9.1f} | {search:8.1f} | {g(t_np):9.1f} | {g(t_t):9.1f} | {t_t/t_h:7.2f}x | {t_t/t_b:12.2f}x | "

@@ -48,13 +48,19 @@ def _spills(k:Kernel) -> bool:
 
 def _variants(k:Kernel, opts:list[Opt]) -> list[Kernel]:
   """The heuristic's opt list with one UPCAST, UNROLL or BLOCK amount halved or doubled: register tiles and cache blocks of other sizes,
-  which opts added to the heuristic's kernel can't reach."""
+  which opts added to the heuristic's kernel can't reach. A tile halved along one axis also comes doubled along the innermost global axis
+  some input is broadcast on: as many accumulators in another shape (a GEMM's 8 rows x 32 lanes as 4 rows x 64 lanes: two B panels)."""
   ret: list[Kernel] = []
   for i, o in enumerate(opts):
     if o.op not in (OptOps.UPCAST, OptOps.UNROLL, OptOps.BLOCK) or not isinstance(o.arg, int) or o.arg < 2: continue
     for arg in (o.arg // 2, o.arg * 2):
-      if (v := _rebuild(k, k.applied_opts + opts[:i] + ([replace(o, arg=arg)] if arg > 1 else []) + opts[i+1:])) is not None and not _spills(v):
-        ret.append(v)
+      if (v := _rebuild(k, base := k.applied_opts + opts[:i] + ([replace(o, arg=arg)] if arg > 1 else []) + opts[i+1:])) is None: continue
+      if not _spills(v): ret.append(v)
+      glb = v.axes_of(AxisType.GLOBAL)
+      for j in reversed(range(len(glb)) if o.op is OptOps.UPCAST and arg < o.arg else []):
+        if any(st.real_strides()[glb[j]] == 0 for st in v.sts) and (w := _rebuild(k, base + [Opt(OptOps.UPCAST, j, 2)])) is not None:
+          if not _spills(w): ret.append(w)
+          break
   return ret
 
 def get_kernel_actions(k:Kernel, include_0:bool=True) -> dict[int, Kernel]:
@@ -68,6 +74,8 @@ def get_kernel_actions(k:Kernel, include_0:bool=True) -> dict[int, Kernel]:
     except KernelOptError: continue
     # vector code holds a register's width of lanes in one register, so its register tiles may have that many times more upcast lanes
     if k2.upcast_size > BEAM_UPCAST_MAX.value * (max(1, k2.opts.simd_bytes // 32) if k2.opts.vector_alu_lanes else 1) or _spills(k2): continue
+    # padding that adds more than a quarter of the work (a GEMM's 4 panels padded to 8) is never the fastest: not worth a compile
+    if a.op is OptOps.PADTO and 4 * cast(int, prod(k2.full_shape)) > 5 * cast(int, prod(k.full_shape)): continue
     local_sizes = [k2.full_shape[j] for j in k2.axes_of(AxisType.LOCAL, AxisType.GROUP_REDUCE)]   # lidx0 is the innermost
     if prod(local_sizes) > BEAM_LOCAL_MAX.value: continue
     if k2.opts.local_max is not None and any(s > m for s, m in zip(reversed(local_sizes), k2.opts.local_max)): continue
