@@ -322,3 +322,12 @@ def test_row_kernel_gradient_and_returned_statistics():
   sm = (y - m).exp()
   np.testing.assert_allclose(sm.numpy(), np.exp(xn - xn.max(1, keepdims=True)), rtol=1e-6)
   np.testing.assert_allclose(m.numpy(), xn.max(1, keepdims=True))
+
+def test_reading_a_scheduled_tensor_before_its_schedule_runs():
+  # .schedule() points the tensor at the buffer its kernels will fill; reading it before they run is a clear error, after gives the data
+  x = np.arange(8*16*32, dtype=np.float32).reshape(8, 16, 32)
+  t = Tensor(x).permute(1, 0, 2).contiguous()
+  sched = t.schedule()
+  with pytest.raises(RuntimeError, match="never filled"): t.numpy()
+  run_schedule(sched)
+  np.testing.assert_array_equal(t.numpy(), x.transpose(1, 0, 2))

@@ -436,6 +436,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       # later read runs no kernel, and no other live graph is rewritten for a copy made only to be read
       if u.op not in GroupOp.Movement and u.op is not Ops.BUFFER and not _grad_uops.data: buf = self.realize()._plain_buffer()
       if buf is None: buf = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()._plain_buffer()
+      if buf is None and u.op is Ops.BUFFER and not u.buffer.is_allocated():
+        raise RuntimeError("this tensor's buffer was never filled: its .schedule() was made but not run; run it (run_schedule) or use .realize()")
       if buf is None: raise RuntimeError(f"realize left {self.uop.op} over {self.uop.base.op}, expected a BUFFER with only RESHAPEs on top")
     return buf.buffer.as_buffer() if out is None else buf.buffer.copyout(out)
   def _same_in_every_replay(self) -> bool:
