@@ -288,6 +288,24 @@ def end_to_end():
   small = [("a*b+c 16x16", lambda: (s[0]*s[1]+s[2]).realize()), ("relu 16x16", lambda: s[0].relu().realize()),
            ("sum 16x16", lambda: s[0].sum().realize()), ("matmul 16x16", lambda: (s[0]@s[1]).realize())]
   print("the Python around a kernel, graphs seen before, us per call: " + ", ".join(f"{name} {per_call(f, 500)[0]*1e6:.0f}" for name, f in small))
+  # the same as counts that no other process changes: Python bytecodes run and Python functions entered per call (a loaded machine's timings
+  # swing 2-3x; these don't)
+  print("the same in bytecodes / Python calls per call: " + ", ".join(f"{name} {b:.0f} / {c:.0f}" for name, f in small for b, c in [_py_work(f)]))
+
+def _py_work(f, n:int=20) -> tuple[float, float]:
+  counts = [0, 0]
+  def tracer(frame, event, arg):
+    if event == "call":
+      counts[1] += 1
+      frame.f_trace_opcodes = True
+    elif event == "opcode": counts[0] += 1
+    return tracer
+  f()
+  sys.settrace(tracer)
+  try:
+    for _ in range(n): f()
+  finally: sys.settrace(None)
+  return counts[0] / n, counts[1] / n
 
 if __name__ == "__main__":
   if "--e2e" in sys.argv:
