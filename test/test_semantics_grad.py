@@ -283,3 +283,19 @@ def test_var_std_grad_with_infinities():
     (out * Tensor(w)).sum().backward()
     np.testing.assert_allclose(out.numpy(), getattr(r, name)(dim=1).detach().numpy(), rtol=1e-6, equal_nan=True)
     np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-6, equal_nan=True)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_backward_through_reduce_over_empty_axis(device):
+  # fuzz case 7000881 (--mix empty, LLVM): backward reached any() over a size-0 axis, whose max gradient summed an empty list of window
+  # positions (TypeError); any over an empty axis is False, like torch, and the inputs get zeros
+  a, w = np.ones((4, 0), np.float32), np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+  cond = np.array([[True], [True], [True], [False]])
+  r, rw = torch.tensor(a, requires_grad=True), torch.tensor(w, requires_grad=True)
+  (torch.where(torch.tensor(cond), r * 2, torch.ones(4, 1)).any(1) * rw).sum().backward()
+  x, xw = Tensor(a, requires_grad=True, device=device), Tensor(w, requires_grad=True, device=device)
+  (Tensor(cond, device=device).where(x * 2, Tensor.ones(4, 1, device=device)).any(1) * xw).sum().backward()
+  np.testing.assert_equal(xw.grad.numpy(), rw.grad.numpy())
+  assert x.grad is None or x.grad.shape == (4, 0)
+  y = Tensor(np.ones((3, 0), np.float32), requires_grad=True, device=device)
+  (y.sum(1) * 2).sum().backward()
+  assert y.grad.shape == (3, 0)

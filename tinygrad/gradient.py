@@ -56,7 +56,7 @@ def _reduce_grad(ctx:UOp, ret:UOp, x:UOp) -> Grads:
     # like torch.amax: split equally between the positions that hold the max (torch.max(dim) picks one of them instead)
     hit = x.eq(ret.expand(x.shape))
     sizes = [x.shape[a] for a in axes]
-    if all(isinstance(n, int) for n in sizes) and math.prod(sizes) <= 16:   # type: ignore[arg-type]
+    if all(isinstance(n, int) for n in sizes) and 0 < math.prod(sizes) <= 16:   # type: ignore[arg-type]
       # a small window (a pool's): the ties counted by adding its elements one by one, elementwise views that fuse into the gradient's
       # kernel instead of a reduce kernel of their own
       def at(pos:tuple[int, ...]) -> UOp:
