@@ -138,9 +138,11 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     width = k.opts.simd_bytes // max((u.dtype.itemsize for u in k.ast.toposort() if u.op is Ops.LOAD), default=4)
     if all(st.real_strides(ignore_valid=True)[global_axes[-1]] in (0, 1) for st in k.sts):
       # on a CPU an axis nothing divides (a padded row, 58 wide) is vector code all the same: under a register's width whole, else padded
-      # up to whole registers (the padding's loads and stores gated off). (Workgroups pad such an axis their own way.)
+      # up to whole registers (the padding's loads and stores gated off; not a kernel of index maths alone, an arange, which a gate
+      # would keep from folding). (Workgroups pad such an axis their own way.)
       if (amt := _largest_divisor(s, (width, 8, 4))) is None and not k.opts.has_local and 1 < s < width: amt = s
-      elif amt is None and not k.opts.has_local and s > width and _try(k, Opt(OptOps.PADTO, global_axes[-1], width), opts): amt = width
+      elif amt is None and not k.opts.has_local and s > width and any(u.op is Ops.LOAD for u in k.ast.toposort()) and \
+          _try(k, Opt(OptOps.PADTO, global_axes[-1], width), opts): amt = width
       if amt is not None:
         _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
         # a copy into another layout of whole vectors (a GEMM's B into column panels): the loops go in the order of the source's strides, so
