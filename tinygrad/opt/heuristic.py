@@ -135,19 +135,20 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   # elementwise with vector ALUs: the innermost axis, walked contiguously (or broadcast) by every view, gets a SIMD register's lanes,
   # so the body (transcendental polynomials too) is vector code whether or not the C compiler would vectorize the loop (gcc -O2 doesn't)
   if not reduce_axes and not opts and k.opts.vector_alu_lanes and global_axes and isinstance(s := k.full_shape[global_axes[-1]], int):
-    width = k.opts.simd_bytes // max((u.dtype.itemsize for u in k.ast.toposort() if u.op is Ops.LOAD), default=4)
+    loads = [u for u in k.ast.toposort() if u.op is Ops.LOAD]
+    width = k.opts.simd_bytes // max((u.dtype.itemsize for u in loads), default=4)
     if all(st.real_strides(ignore_valid=True)[global_axes[-1]] in (0, 1) for st in k.sts):
       # on a CPU an axis nothing divides (a padded row, 58 wide) is vector code all the same: under a register's width whole, else padded
       # up to whole registers (the padding's loads and stores gated off; not a kernel of index maths alone, an arange, which a gate
       # would keep from folding). (Workgroups pad such an axis their own way.)
       if (amt := _largest_divisor(s, (width, 8, 4))) is None and not k.opts.has_local and 1 < s < width: amt = s
-      elif amt is None and not k.opts.has_local and s > width and any(u.op is Ops.LOAD for u in k.ast.toposort()) and \
+      elif amt is None and not k.opts.has_local and s > width and loads and \
           _try(k, Opt(OptOps.PADTO, global_axes[-1], width), opts): amt = width
       if amt is not None:
         _try(k, Opt(OptOps.UPCAST, len(global_axes)-1, amt), opts)
         # a copy into another layout of whole vectors (a GEMM's B into column panels): the loops go in the order of the source's strides, so
         # it is read as one sequential stream (a B row at a time: 25% faster at 1024) and the vectors are written a few lines at a time
-        if len(loads := [u for u in k.ast.toposort() if u.op is Ops.LOAD]) == 1 and not any(u.op in GroupOp.ALU for u in k.ast.toposort()):
+        if len(loads) == 1 and not any(u.op in GroupOp.ALU for u in k.ast.toposort()):
           for i in range(len(g := k.axes_of(AxisType.GLOBAL))):
             keys = [(-st if isinstance(st := k.sts[view_of[loads[0].src[1].arg]].real_strides()[a], int) else 0) for a in g]
             if (j := min(range(i, len(g)), key=keys.__getitem__)) != i and keys[j] < keys[i]: _try(k, Opt(OptOps.SWAP, i, j), opts)
