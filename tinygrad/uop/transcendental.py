@@ -75,6 +75,7 @@ def _taylor(dt:DType, start:int, n:int, step:int=1, first:int=1, alternate:bool=
 # ***** dtype helpers *****
 
 def _is64(d:UOp|DType) -> bool: return (d.dtype if isinstance(d, UOp) else d).scalar() == dtypes.float64
+def _bits(c:float, dt:DType) -> int: return struct.unpack("<q" if _is64(dt) else "<i", struct.pack("<d" if _is64(dt) else "<f", c))[0]
 def mantissa_bits(d:DType) -> int: return dtypes.finfo(d)[1]
 def exponent_bias(d:DType) -> int: return (1 << (dtypes.finfo(d)[0] - 1)) - 1
 def exponent_mask(d:DType) -> int: return (1 << dtypes.finfo(d)[0]) - 1
@@ -245,7 +246,7 @@ def _exp_reduce(x:UOp) -> tuple[UOp, UOp]:
   magic = 1.5 * 2.0**mantissa_bits(dt)
   ln2_hi, ln2_lo = _ln2_parts(dt)
   # k from the bits, not as t - magic: a compiler that may reassociate floats (WGSL's) folds that back to x/ln2
-  magic_bits = struct.unpack("<q" if _is64(dt) else "<i", struct.pack("<d" if _is64(dt) else "<f", magic))[0]
+  magic_bits = _bits(magic, dt)
   k = (x * _rnd(1 / _frac(_ln2_fixed()), dt) + magic).bitcast(it) - magic_bits
   kf = k.cast(x.dtype)
   return kf * -ln2_lo + (kf * -ln2_hi + x), k + 2*exponent_bias(dt)
@@ -347,7 +348,7 @@ def xlog2(d:UOp) -> UOp:
   dt, it = d.dtype.scalar(), int_type(d.dtype)
   mb, f64 = mantissa_bits(dt), _is64(dt)
   tiny = d < 2.0 ** (1 - exponent_bias(dt))
-  sq = struct.unpack("<q" if f64 else "<i", struct.pack("<d" if f64 else "<f", math.sqrt(0.5)))[0]
+  sq = _bits(math.sqrt(0.5), dt)
   u = tiny.where(d * 2.0**64, d).bitcast(it) - sq
   m = ((u & ((1 << mb) - 1)) + sq).bitcast(d.dtype)
   kf = shr(u, mb).cast(d.dtype) + tiny.where(_fc(d, -64.0), 0.0)
