@@ -286,7 +286,8 @@ def render_gep(ctx:LLVMCtx, x:UOp) -> str:
 
 def render_special(ctx:LLVMCtx, x:UOp) -> str:
   if x.arg[0] != "core_id": raise NotImplementedError(f"LLVM renderer: no thread index {x.arg[0]}")
-  return "%core_id"
+  # the launcher passes a 32-bit core_id; a kernel indexing past int32 computes in i64
+  return "%core_id" if x.dtype.itemsize == 4 else ctx.emit(f"sext i32 %core_id to {ltype(x.dtype)}")
 
 llvm_rewrite = PatternMatcher([
   (UPat((Ops.CONST, Ops.VCONST), name="x"), lambda ctx, x: lconst(x.arg, x.dtype)),

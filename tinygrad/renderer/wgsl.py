@@ -84,11 +84,14 @@ def _render_local(ctx:CStyleCtx, x:UOp) -> str:
   dt = cast(PtrDType, x.dtype)
   return f"var<workgroup> {nm}: array<{ctx.ren.render_dtype(dt.base)}, {dt.size}>;"
 
+# an index computed in int64 (a shape past int32) addresses a binding with its low word: no binding reaches 2**32 elements
+def _flat(ctx, idx:UOp) -> str: return ctx.r[idx.src[1]] + (".x" if idx.src[1].dtype in _WIDE else "")
+
 wgsl_rewrite = PatternMatcher([
   (UPat(Ops.RANGE, name="x"), _render_range),
   (UPat(Ops.DEFINE_ACC, name="x"), _render_acc),
   (UPat(Ops.DEFINE_LOCAL, name="x"), _render_local),
-  (UPat(Ops.INDEX, name="x"), lambda ctx, x: f"{ctx.r[x.src[0]]}[{ctx.r[x.src[1]]}]"),
+  (UPat(Ops.INDEX, name="x"), lambda ctx, x: f"{ctx.r[x.src[0]]}[{_flat(ctx, x)}]"),
 ]) + base_rewrite
 
 class WGSLRenderer(CStyleLanguage):
@@ -172,11 +175,12 @@ class WGSLRenderer(CStyleLanguage):
   # *** uops ***
   def render_special(self, ctx:CStyleCtx, x:UOp) -> str:
     ctx.r[x] = nm = ctx.fixed_name(x.arg[0])
-    return f"let {nm}: {self.render_dtype(x.dtype)} = {self.code_for_workitem[WORKITEM_KEY[x.arg.kind]](x.arg.dim)}; // {x.arg[1]}"
+    val = self.code_for_workitem[WORKITEM_KEY[x.arg.kind]](x.arg.dim)
+    return f"let {nm}: {self.render_dtype(x.dtype)} = {self.render_cast(val, dtypes.int32, x.dtype) if x.dtype in _WIDE else val}; // {x.arg[1]}"
   def render_let(self, dt:DType, nm:str, expr:str) -> str: return f"let {nm}: {self.render_dtype(dt)} = {expr};"
   def _word(self, ctx:CStyleCtx, idx:UOp) -> tuple[str, str, int]:
     # the word and bit offset of a packed element: (pointer to its atomic word, bit shift, element bits)
-    bits, i = 8*cast(PtrDType, buffer_of(idx).dtype).base.itemsize, f"u32({ctx.r[idx.src[1]]})"
+    bits, i = 8*cast(PtrDType, buffer_of(idx).dtype).base.itemsize, f"u32({_flat(ctx, idx)})"
     per = 32 // bits
     return f"&{ctx.r[idx.src[0]]}[{i} / {per}u]", f"(({i} % {per}u) * {bits}u)", bits
   def render_load(self, ctx:CStyleCtx, x:UOp) -> str:
