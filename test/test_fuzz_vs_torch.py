@@ -151,3 +151,18 @@ def test_known_bug_list_matches_repros(): assert KNOWN_BUGS_OPEN <= set(KNOWN_BU
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=f"known bug {n}") if n in KNOWN_BUGS_OPEN else ())
                                   for n in sorted(KNOWN_BUG_REPROS)])
 def test_known_bug(name): KNOWN_BUG_REPROS[name]()
+
+def test_ill_conditioned_cast_is_told_apart():
+  # erf(3.91) is 1.0 in torch and 1 ulp below in tinygrad: cast to int64 they give 1 and 0, which is rounding, not a bug (case 802002474);
+  # a real difference before the cast still counts
+  import random
+  from tinygrad import Device
+  from extra.fuzz_vs_torch import Case, Mismatch, run_case, known_bug, ill_conditioned_cast
+  prev, Device.DEFAULT = Device.DEFAULT, "PYTHON"
+  try:
+    c = Case(random.Random(802002474), mix="ints")
+    with pytest.raises(Mismatch) as e: run_case(802002474, c)
+    assert known_bug(f"Mismatch: {e.value}", c) is not None and ill_conditioned_cast(c)
+    c.casts = [(Tensor([0.5, 2.0]), torch.tensor([0.5, 1.0]))]
+    assert not ill_conditioned_cast(c)
+  finally: Device.DEFAULT = prev
