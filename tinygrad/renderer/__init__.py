@@ -110,6 +110,8 @@ class Renderer:
   # the most loop iterations one thread may run, over all its loops (each exit test counted); None: no limit. Codegen spreads a longer
   # reduce over a workgroup, and refuses a kernel still over it
   loop_max: int|None = None
+  # the most buffers one kernel may take, its output included; None: no limit. The scheduler cuts a fusion that would read more
+  max_bufs: int|None = None
   # the dtypes the device holds and computes; None: every dtype
   dtypes_supported: frozenset[DType]|None = None
   shared_max: int = 32768

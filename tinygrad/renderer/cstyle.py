@@ -481,6 +481,7 @@ class ClangRenderer(CStyleLanguage):
   has_shared = False
   has_threads = True
   packs_operands = True
+  max_bufs = 1000   # CPUProgram calls through ctypes, which takes at most 1024 arguments (buffers, vars, core_id)
   vector_alu_lanes = 32
   vector_alu_ops, vector_alu_dtypes = ALL_VECTOR_ALU_OPS, ALL_VECTOR_ALU_DTYPES
   global_max = None

@@ -317,6 +317,7 @@ class LLVMRenderer(Renderer):
   has_shared = False
   has_threads = True
   packs_operands = True
+  max_bufs = 1000   # CPUProgram calls through ctypes, which takes at most 1024 arguments (buffers, vars, core_id)
   vector_alu_lanes = 32
   dtypes_supported = frozenset(DTYPES_DICT.values())
   global_max: tuple[int, ...]|None = None

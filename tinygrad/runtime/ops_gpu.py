@@ -191,6 +191,8 @@ class GPUDevice(Compiled):
     renderer.local_max = tuple(min(self.max_workgroup, ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1005), i*8).value)
                                for i in range(3))
     renderer.shared_max = ctypes.c_uint64.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1023)).value
+    # CL_DEVICE_MAX_PARAMETER_SIZE bounds a kernel's arguments: pointers, and a few ints for vars
+    renderer.max_bufs = ctypes.c_size_t.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1017)).value // 8 - 4
     self.base_align = ctypes.c_uint32.from_buffer_copy(_info(cl.clGetDeviceInfo, self.device_id, 0x1019)).value // 8   # MEM_BASE_ADDR_ALIGN, bits
     self.allocator: GPUAllocator
     super().__init__(device, GPUAllocator(self), renderer, GPUCompiler(self), functools.partial(GPUProgram, self))

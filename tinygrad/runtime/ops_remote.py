@@ -17,7 +17,7 @@ DEFAULT_PORT = 6667
 RENDERERS = {**{n: "tinygrad.renderer.cstyle" for n in ("ClangRenderer", "OpenCLRenderer", "CUDARenderer", "MetalRenderer", "AMDRenderer",
              "IntelRenderer")}, "LLVMRenderer": "tinygrad.renderer.llvmir", "WGSLRenderer": "tinygrad.renderer.wgsl"}
 RENDERER_OPTIONS = ("simd_bytes", "has_local", "has_shared", "has_threads", "vector_alu_lanes", "supports_float4", "global_max", "local_max",
-                    "loop_max", "shared_max")
+                    "loop_max", "shared_max", "max_bufs")
 
 def pack(header:dict, data:bytes|bytearray|memoryview=b"") -> bytes:
   head = json.dumps(header).encode()

@@ -211,6 +211,7 @@ class WEBGPUDevice(Compiled):
     renderer.local_max = tuple(min(x, lim.maxComputeInvocationsPerWorkgroup) for x in (lim.maxComputeWorkgroupSizeX, lim.maxComputeWorkgroupSizeY,
                                                                                          lim.maxComputeWorkgroupSizeZ))
     renderer.shared_max = lim.maxComputeWorkgroupStorageSize
+    renderer.max_bufs = lim.maxStorageBuffersPerShaderStage
     self.allocator: WEBGPUAllocator
     super().__init__(device, WEBGPUAllocator(self), renderer, WEBGPUCompiler(self), functools.partial(WEBGPUProgram, self))
 

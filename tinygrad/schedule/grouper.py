@@ -70,6 +70,24 @@ def row_reduce(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp]) ->
       elif not (past and c.op is Ops.REDUCE_AXIS and c.axis_arg == r.axis_arg and c.src[0].shape == x.shape): return False
   return expanded
 
+def _max_bufs(u:UOp) -> int|None:
+  try: return Device[u.device].renderer.max_bufs if isinstance(u.device, str) else None
+  except Exception: return None
+
+def limit_buffers(topo:list[UOp], realizes:dict[UOp, None]) -> None:
+  """A kernel takes at most its device's max_bufs buffers (ctypes calls take 1024 arguments, WebGPU binds a few dozen): where an op's
+  sources read more together (a sum of 5000 tensors), the sources become kernels of their own."""
+  reads: dict[UOp, set[UOp]] = {}
+  for u in topo:
+    if is_leaf(u) or u.op is Ops.SINK: continue
+    reads[u] = set().union(*({s} if s in realizes or s.op is Ops.BUFFER else reads.get(s, set()) for s in u.src))
+    if len(u.src) < 2 or (lim := _max_bufs(u)) is None or len(reads[u]) < lim: continue   # one buffer kept for the output
+    for s in u.src:
+      if s in realizes or is_leaf(s.base): continue
+      realizes[s.base] = None
+    reads[u] = {s if s in realizes or s.op is Ops.BUFFER else s.base for s in u.src}
+  # (a node in realizes is its own kernel's output: its readers count it as one buffer)
+
 def needs_kernel(u:UOp) -> bool: return not is_leaf(u.base) and u.base.op not in (Ops.SINK,)
 
 def group_realizes(sink:UOp) -> dict[UOp, None]:
@@ -104,6 +122,7 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
         realizes[u.src[1]] = None
         break
   # a reduce feeds other kernels only through reshapes, and never into another reduce of the same kernel, unless it is a row reduce
+  limit_buffers(topo, realizes)
   row_reduces: set[UOp] = set()
   for r in topo:
     if r.op is not Ops.REDUCE_AXIS or r in realizes: continue
