@@ -74,6 +74,11 @@ def test_gemm_and_matvec_dont():
     ast = (Tensor.empty(*a, device="CPU") @ Tensor.empty(*b, device="CPU")).schedule()[-1].ast
     assert not any(o.op is OptOps.PREFETCH for o in _opts(ast))
 
+def test_skinny_gemm_streams_b():
+  # 64 rows of A (256 KB) against a 4 MB B: B is streamed like weights (8-row passes over each 32-column panel)
+  ast = (Tensor.empty(64, 1024, device="CPU") @ Tensor.empty(1024, 1024, device="CPU")).schedule()[-1].ast
+  assert Opt(OptOps.PREFETCH, None, _weights(ast)) in _opts(ast)
+
 def test_prefetch_opt_is_checked():
   ast = _conv(8, 16, 6)[0].schedule()[-1].ast
   k = Kernel(ast, AVX512)
