@@ -2,7 +2,7 @@
 from __future__ import annotations
 import functools, itertools
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, graph_rewrite_map, sint, ThreadKind
+from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, graph_rewrite_map, sint, ThreadKind, KernelInfo
 from tinygrad.helpers import TRANSCENDENTAL, IGNORE_OOB, to_function_name
 from tinygrad.dtype import dtypes
 from tinygrad.renderer import Renderer, ProgramSpec, Estimates
@@ -36,6 +36,40 @@ def oob_accesses(uops) -> dict[UOp, str]:
 def _raise_oob(uops):
   if errs := oob_accesses(uops): raise RuntimeError("out-of-bounds access in a kernel:\n" + "\n".join(errs.values()))
 
+# Prefetch (KernelInfo.prefetch, set by OptOps.PREFETCH): in a reduce, the loads of a named buffer (a conv's weights) also ask for the lines
+# they will read at the next step of the global loops they walk (the next weight panel), so it streams into L2 while the global loops inside
+# those (a conv's output rows: passes over one panel) reuse this one from cache. Line n of the next panel is asked for in pass n % passes
+# only: an even trickle, not every pass's burst, which measured 25% faster at 512 channels. The panel number wraps at the end, so each
+# prefetched address is one the kernel itself reads: inside the buffer.
+CACHE_LINE = 64
+def _mixed_radix(loops:list[UOp]) -> tuple[UOp, UOp]:
+  # (the loops' iteration as one number, how many there are), the last loop fastest
+  num, count = UOp.const(loops[0].dtype, 0), UOp.const(loops[0].dtype, 1)
+  for r in loops: num, count = num * r.src[0] + r, count * r.src[0]
+  return num, count
+
+def add_prefetches(ctx:tuple[int, ...], sink:UOp) -> UOp|None:
+  if any(s.op is Ops.PREFETCH for s in sink.src): return None
+  topo = sink.toposort()
+  reduce_ranges = {r for u in topo if u.op is Ops.REDUCE for r in u.src[1:]}
+  loops = sorted((u for u in topo if u.op is Ops.RANGE and u not in reduce_ranges), key=lambda r: r.arg)   # the global loops, outermost first
+  hints: list[UOp] = []
+  for ld in topo:
+    if ld.op is not Ops.LOAD or (ix := ld.src[0]).op is not Ops.INDEX or len(ix.src) != 2 or ix.src[0].op is not Ops.DEFINE_GLOBAL or \
+       ix.src[0].arg not in ctx or not reduce_ranges & (used := set(ix.src[1].toposort())) or not (walked := [r for r in loops if r in used]):
+      continue
+    panel, panels = _mixed_radix(walked)
+    nxt, ahead = (panel + 1) % panels, dict[UOp, UOp]()
+    for r in reversed(walked): ahead[r], nxt = nxt % r.src[0], nxt // r.src[0]
+    step, passes = _mixed_radix(reuse) if (reuse := [r for r in loops if r.arg > walked[-1].arg and r not in used]) else (None, None)
+    per_line = max(1, CACHE_LINE // ld.dtype.scalar().itemsize)
+    for off in range(0, ld.dtype.count, per_line):
+      addr = ix.src[1].substitute(ahead) + off
+      gate = () if step is None or passes is None else (((addr // per_line) % passes).eq(step),)
+      hints.append(UOp(Ops.PREFETCH, dtypes.void, (ix.src[0].index(addr),) + gate, 2))
+  return sink.replace(src=sink.src + tuple(dict.fromkeys(hints))) if hints else None
+pm_prefetch = PatternMatcher([(UPat(Ops.SINK, name="sink"), add_prefetches)])
+
 @functools.cache
 def _joined(*pms:PatternMatcher) -> PatternMatcher: return functools.reduce(lambda a, b: a + b, pms)   # one table per combination, made once
 
@@ -45,6 +79,7 @@ def full_rewrite_to_sink(ast:UOp, opts:Renderer|None=None) -> UOp:
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
   sink = lower_group_reduces(expand(lower(ast, opts), opts.vector_alu_lanes, opts.vector_alu_ops, opts.vector_alu_dtypes))
   sink = graph_rewrite(sink, _joined(sym, pm_cleanup_gates))
+  if opts.supports_prefetch and isinstance(ast.arg, KernelInfo) and ast.arg.prefetch: sink = graph_rewrite(sink, pm_prefetch, ast.arg.prefetch)
   # accumulators before the device rewrites, so acc + a*b can become one MULACC (and acc + WMMA the WMMA's own accumulate)
   sink = graph_rewrite(sink, _joined(pm_reduce_to_acc, pm_wmma_acc), itertools.count())
   supported = set(opts.code_for_op) if opts.code_for_op else set()

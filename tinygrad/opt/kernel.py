@@ -1,5 +1,6 @@
 from __future__ import annotations
 from dataclasses import dataclass
+from typing import cast
 from enum import Enum, auto
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, resolve, sint, AxisType, KernelInfo
@@ -10,7 +11,7 @@ from tinygrad.opt.tc import TensorCore
 
 class OptOps(Enum):
   TC = auto(); UPCAST = auto(); UNROLL = auto(); LOCAL = auto(); GROUP = auto(); GROUPTOP = auto(); NOLOCALS = auto(); PADTO = auto(); SWAP = auto()
-  THREAD = auto(); BLOCK = auto()
+  THREAD = auto(); BLOCK = auto(); PREFETCH = auto()
   def __lt__(self, x:OptOps): return self.value < x.value
 
 @dataclass(frozen=True, order=True)
@@ -39,6 +40,7 @@ class Kernel:
     self.applied_opts: list[Opt] = []
     self.tensor_core: TensorCore|None = None
     self.dont_use_locals = False   # NOLOCALS: no LOCAL/GROUP/TC splits from here on
+    self.prefetch: tuple[int, ...] = ()   # PREFETCH: buffers whose next panel the reduce prefetches
     self.reduceops = [u for u in ast.toposort() if u.op is Ops.REDUCE_AXIS]
     self.view_uops = [u for u in ast.toposort() if u.op is Ops.VIEW]
     sts: list[ShapeTracker] = [v.arg for v in self.view_uops]
@@ -54,7 +56,7 @@ class Kernel:
     ret = Kernel.__new__(Kernel)
     ret.ast, ret.opts, ret.applied_opts, ret.reduceops, ret.view_uops = self.ast, self.opts, self.applied_opts[:], self.reduceops, self.view_uops
     ret.sts, ret.full_shape, ret.axis_types = self.sts[:], self.full_shape, self.axis_types[:]
-    ret.tensor_core, ret.dont_use_locals = self.tensor_core, self.dont_use_locals
+    ret.tensor_core, ret.dont_use_locals, ret.prefetch = self.tensor_core, self.dont_use_locals, self.prefetch
     return ret
 
   # *** shape bookkeeping ***
@@ -189,6 +191,14 @@ class Kernel:
       self._split(axis, amt)
       first = self.axes_of(AxisType.GLOBAL)[0]
       self._permute(list(range(first)) + [axis] + [i for i in range(first, self.shape_len) if i != axis])
+    elif opt.op is OptOps.PREFETCH:
+      # a hint, no change of shape: the reduce's loads of buffer arg also prefetch what they will read one step of their innermost global
+      # loop ahead (the next weight panel, fetched while the loops inside reuse this one; codegen/__init__.py add_prefetches)
+      check(self.opts.supports_prefetch, opt, f"{self.opts.device} renders no prefetch")
+      check(isinstance(buf := opt.arg, int) and buf in {u.src[0].arg for u in self.ast.toposort() if u.op is Ops.LOAD}, opt,
+            f"the kernel loads no buffer {opt.arg}")
+      check(buf not in self.prefetch, opt, f"buffer {buf} is already prefetched")
+      self.prefetch += (cast(int, buf),)
     elif opt.op is OptOps.NOLOCALS:
       # a marker: the kernel keeps every axis a global (a plain loop on the CPU), and the search skips workgroup opts after it
       check(not self.dont_use_locals, opt, "NOLOCALS is already applied")
@@ -352,7 +362,8 @@ class Kernel:
       if u.op is Ops.REDUCE_AXIS: new[u] = UOp(Ops.REDUCE_AXIS, u.dtype, src, (u.arg[0], own_axes(u) if len(self.reduceops) > 1 else raxes))
       elif src != u.src: new[u] = u.replace(src=src)
     new_ast = new.get(new_ast, new_ast)
-    return new_ast.replace(arg=KernelInfo(to_function_name(self.name()), tuple(self.axis_types), tuple(self.applied_opts), self._wmma_arg()))
+    return new_ast.replace(arg=KernelInfo(to_function_name(self.name()), tuple(self.axis_types), tuple(self.applied_opts), self._wmma_arg(),
+                                            self.prefetch))
 
   def _wmma_arg(self) -> tuple|None:
     if (tc := self.tensor_core) is None: return None

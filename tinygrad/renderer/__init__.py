@@ -97,6 +97,7 @@ class Renderer:
   has_threads: bool = False    # kernels are split over host threads (a CPU): the outermost global axis may run on a thread pool
   # big multiply-reduces (matmul, conv) read operands whose panels stay in cache better as a packed copy (CPUs): the scheduler makes one
   packs_operands: bool = False
+  supports_prefetch: bool = False   # renders Ops.PREFETCH (a cache hint); codegen makes none for a device that doesn't
   nonfinite_exact: bool = True   # nan and inf flow through arithmetic as IEEE 754 says (False: the compiler may assume there are none)
   vector_alu_lanes: int = 0    # > 0: float arithmetic on vectors of up to this many lanes renders as whole-vector code (codegen/expander.py)
   vector_alu_ops: frozenset[Ops] = VECTOR_ALU_OPS          # the ops and dtypes the expander makes vectors (with vector_alu_lanes)

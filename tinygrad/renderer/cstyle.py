@@ -114,6 +114,7 @@ base_rewrite = PatternMatcher([
   (UPat(Ops.INDEX, name="x"), lambda ctx, x: ctx.r[x.src[0]] if ctx.r[x.src[1]] == "0" else f"({ctx.r[x.src[0]]}+{ctx.r[x.src[1]]})"),
   (UPat(Ops.LOAD, name="x"), lambda ctx, x: ctx.ren.render_load(ctx, x)),
   (UPat(Ops.STORE, name="x"), lambda ctx, x: ctx.ren.render_store(ctx, x)),
+  (UPat(Ops.PREFETCH, name="x"), lambda ctx, x: ctx.ren.render_prefetch(ctx.r[x.src[0]], x.arg, ctx.r[x.src[1]] if len(x.src) > 1 else None)),
   (UPat(Ops.CAST, name="x"), lambda ctx, x: ctx.ren.render_cast_uop(ctx, x)),
   (UPat(Ops.BITCAST, name="x"), lambda ctx, x: ctx.ren.render_bitcast_uop(ctx, x)),
   (UPat(Ops.VECTORIZE, name="x"), lambda ctx, x: ctx.ren.render_vectorize([ctx.r[s] for s in x.src], x.dtype)),
@@ -125,8 +126,8 @@ base_rewrite = PatternMatcher([
 ])
 
 # how the uops that become statements or get names are printed
-_STATEMENT_OPS = {Ops.RANGE, Ops.ENDRANGE, Ops.IF, Ops.ENDIF, Ops.BARRIER, Ops.STORE, Ops.ASSIGN, Ops.DEFINE_ACC, Ops.DEFINE_LOCAL, Ops.SPECIAL,
-                  Ops.CUSTOM}
+_STATEMENT_OPS = {Ops.RANGE, Ops.ENDRANGE, Ops.IF, Ops.ENDIF, Ops.BARRIER, Ops.STORE, Ops.PREFETCH, Ops.ASSIGN, Ops.DEFINE_ACC, Ops.DEFINE_LOCAL,
+                  Ops.SPECIAL, Ops.CUSTOM}
 _ALWAYS_INLINE = {Ops.CONST, Ops.VCONST, Ops.INDEX, Ops.NOOP, Ops.CUSTOMI}
 _PREFIX = {Ops.LOAD: "val", Ops.CAST: "cast", Ops.BITCAST: "cast", Ops.VECTORIZE: "vec", Ops.GEP: "gep", Ops.WMMA: "wmma"}
 _MUTABLE = {Ops.DEFINE_ACC, Ops.ASSIGN, Ops.DEFINE_REG}
@@ -271,6 +272,7 @@ class CStyleLanguage(Renderer):
     elif cnt & (cnt-1) == 0 and elem != dtypes.bool: stmt = self.render_vstore(addr, buf, v, val.dtype)
     else: stmt = " ".join(f"{addr}[{i}] = {ctx.lane(val, i)};" for i in range(cnt))
     return f"if ({ctx.r[gate]}) {{ {stmt} }}" if (gate := mem_gate(x)) is not None else stmt
+  def render_prefetch(self, addr:str, level:int, gate:str|None) -> str: return ""   # a dialect without a cache hint drops it
   # a whole vector at an element's address (the expander makes them where lanes are consecutive)
   def render_vload(self, addr:str, buf:UOp, dt:DType) -> str: return f"(*(({self._ptr_prefix(buf)}{self.render_dtype(dt)}*){addr}))"
   def render_vstore(self, addr:str, buf:UOp, v:str, dt:DType) -> str: return f"*(({self._ptr_prefix(buf)}{self.render_dtype(dt)}*){addr}) = {v};"
@@ -493,6 +495,7 @@ class ClangRenderer(CStyleLanguage):
   infinity = "__builtin_inff()"
   nan = '__builtin_nanf("")'
   guard_int_div = True
+  supports_prefetch = True
   type_map = {dtypes.bool: "_Bool"}
   storage_types = {dtypes.float16: ("unsigned short", "__half_to_f32", "__f32_to_half"),
                    dtypes.bfloat16: ("unsigned short", "__bf16_to_f32", "__f32_to_bf16"),
@@ -503,6 +506,9 @@ class ClangRenderer(CStyleLanguage):
                  Ops.SQRT: _c_math("sqrt"), Ops.TRUNC: _c_math("trunc"),
                  Ops.MOD: lambda a, b, dtype: _c_math("fmod")(a, b, dtype=dtype) if dtypes.is_float(dtype) else f"({a}%{b})",
                  Ops.RECIP: lambda a, dtype: f"({'1.0' if dtype.scalar() == dtypes.float64 else '1.0f'}/{a})"}
+  # a read (0) that fills caches from `level` out: the builtin's locality 3 is L1, 2 L2, 1 L3
+  def render_prefetch(self, addr:str, level:int, gate:str|None) -> str:
+    return ("" if gate is None else f"if ({gate}) ") + f"__builtin_prefetch({addr}, 0, {4 - level});"
   def value_dtype(self, dt:DType) -> DType:
     # a bool vector is a mask of int lanes, -1 or 0, as GNU C vector compares give and bitwise selects take
     return dtypes.int32.vec(dt.count) if dt.count > 1 and dt.scalar() == dtypes.bool else super().value_dtype(dt)

@@ -230,6 +230,14 @@ def render_store(ctx:LLVMCtx, x:UOp) -> str:
     return ""
   return _gated(ctx, mem_gate(x), body)
 
+def render_prefetch(ctx:LLVMCtx, x:UOp) -> str:
+  # a read (0) into the data cache (1) that fills caches from level x.arg out (locality 3 is L1, 2 L2, 1 L3)
+  ctx.intrinsics.add("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+  def body() -> str:
+    ctx.lines.append(f"  call void @llvm.prefetch.p0(ptr {ctx.r[x.src[0]]}, i32 0, i32 {4 - x.arg}, i32 1)")
+    return ""
+  return _gated(ctx, x.src[1] if len(x.src) > 1 else None, body)
+
 def render_index(ctx:LLVMCtx, x:UOp) -> str:
   if x.src[1].op is Ops.CONST and x.src[1].arg == 0: return ctx.r[x.src[0]]
   elem = ltype(cast(PtrDType, buffer_of(x).dtype).base, True)   # a local of vectors (a group reduce of vector accumulators) steps by vectors
@@ -302,6 +310,7 @@ llvm_rewrite = PatternMatcher([
   (UPat(Ops.INDEX, name="x"), render_index),
   (UPat(Ops.LOAD, name="x"), render_load),
   (UPat(Ops.STORE, name="x"), render_store),
+  (UPat(Ops.PREFETCH, name="x"), render_prefetch),
   (UPat(Ops.CAST, name="x"), render_cast),
   (UPat(Ops.BITCAST, name="x"), render_bitcast),
   (UPat(Ops.VECTORIZE, name="x"), render_vectorize),
@@ -318,6 +327,7 @@ class LLVMRenderer(Renderer):
   has_threads = True
   packs_operands = True
   max_bufs = 1000   # CPUProgram calls through ctypes, which takes at most 1024 arguments (buffers, vars, core_id)
+  supports_prefetch = True
   vector_alu_lanes = 32
   dtypes_supported = frozenset(DTYPES_DICT.values())
   global_max: tuple[int, ...]|None = None
@@ -398,6 +408,7 @@ class AMDLLVMRenderer(LLVMRenderer):
   has_local = True
   has_shared = True
   has_threads = False
+  supports_prefetch = False
   vector_alu_lanes = 4
   shared_max = 65536
   global_max: tuple[int, ...]|None = (2**31-1, 65535, 65535)

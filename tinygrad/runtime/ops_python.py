@@ -322,6 +322,9 @@ class PythonProgram:
       return passthrough
     if op is Ops.LOAD: return self._load(i, u, pos)
     if op is Ops.STORE: return self._store(u, pos)
+    if op is Ops.PREFETCH:   # a cache hint does nothing here, but its address must be inside the buffer like a load's
+      def prefetch(v:list, w:_Warp) -> None: v[src[0]][0].load(v[src[0]][1], 1, _active(w.mask, v[src[1]] if len(src) > 1 else None))
+      return prefetch
     if op in GroupOp.ALU:
       fxn = alu_fn(op, dt)
       if len(src) == 2:
@@ -422,6 +425,7 @@ class PythonRenderer(Renderer):
   """emulate (or env EMULATE) = CUDA, AMD (RDNA3), AMD_MFMA (CDNA), METAL or INTEL: take that family's tensor cores, workgroup limits, dtypes
   and vector widths, to run their kernels here."""
   device = "PYTHON"
+  supports_prefetch = True
   has_local = True
   has_shared = True
   supports_float4 = True

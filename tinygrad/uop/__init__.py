@@ -24,6 +24,7 @@ class Ops(FastEnum):
   RANGE = auto(); SPECIAL = auto(); ENDRANGE = auto(); IF = auto(); ENDIF = auto(); BARRIER = auto()
   REDUCE = auto()  # src = (value, *ranges), arg = the reduce Op
   INDEX = auto(); LOAD = auto(); STORE = auto()
+  PREFETCH = auto()   # src = (INDEX, optional gate), arg = the cache level (1, 2, 3) to fill: a hint, no result
   VECTORIZE = auto(); GEP = auto(); VCONST = auto(); CAT = auto(); PTRCAT = auto(); UNROLL = auto(); CONTRACT = auto(); WMMA = auto()
 
   # ** ALU **

@@ -162,6 +162,9 @@ program_spec = PatternMatcher([
   (UPat(Ops.INDEX, src=(UPat((Ops.DEFINE_GLOBAL, Ops.DEFINE_LOCAL, Ops.DEFINE_REG)), UPat()), allow_any_len=True, name="x"), _index_ok),
   (UPat(Ops.LOAD, name="x"), lambda x: len(x.src) >= 1 and _load_ok(x)),
   (UPat(Ops.STORE, dtypes.void, name="x"), _store_ok),
+  # a cache hint: an ungated address (so IGNORE_OOB=0 checks it), and maybe a bool gate
+  (UPat(Ops.PREFETCH, dtypes.void, src=(UPat(Ops.INDEX, src=(UPat(Ops.DEFINE_GLOBAL), UPat())),), allow_any_len=True, name="x"),
+   lambda x: x.arg in (1, 2, 3) and len(x.src) <= 2 and all(_is_bool(g.dtype) and g.dtype.count == 1 for g in x.src[1:])),
   (UPat(Ops.REDUCE, name="x"), lambda x: len(x.src) >= 1 and _reduce_ok(x)),
   (UPat(Ops.ASSIGN, src=(UPat((Ops.DEFINE_ACC, Ops.DEFINE_REG, Ops.INDEX)), UPat()), name="x"), lambda x: x.dtype == x.src[1].dtype),
   (UPat(Ops.VECTORIZE, name="x"), _vectorize_ok),
