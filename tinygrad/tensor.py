@@ -1552,7 +1552,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return m, m.exp().sum(axis, keepdim=True), out
   @_dim_alias
   def softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
-    """exp(x) / sum(exp(x)) along axis, shifted by the max so nothing overflows (max, sum and divide: one kernel on CPUs, see ROW_FUSE)."""
+    """exp(x) / sum(exp(x)) along axis, shifted by the max so nothing overflows (max, sum and divide: one kernel on CPUs, see ROW_FUSE, which
+    stores each exp once and scales it in place)."""
     m, s, out = self._softmax_parts(axis, dtype)
     return (m.exp() * s.reciprocal()).cast(out)   # one reciprocal per row, like torch, not a division per element
   @_dim_alias
