@@ -370,6 +370,25 @@ def test_softmax_row_kernel_into_views_and_in_place():
   np.testing.assert_allclose(tt.T.softmax(-1).numpy(), ref, rtol=1e-6, atol=1e-7)
   np.testing.assert_allclose(Tensor(xn).softmax(0).numpy(), torch.from_numpy(xn).softmax(0).numpy(), rtol=1e-6, atol=1e-7)
 
+@pytest.mark.parametrize("ignore_index", [-100, 3])
+def test_cross_entropy_is_a_row_kernel_with_vector_reduces(ignore_index):
+  # log_softmax summed again over the row at the targets: one row kernel whose max, sum of exps and final sum each get a register's lanes
+  # (not one scalar loop per reduce), and the mean's count of targets that count needs no pass over the classes
+  import torch
+  from tinygrad.opt.kernel import Kernel, OptOps
+  from tinygrad.opt.heuristic import hand_coded_optimizations
+  rng = np.random.default_rng(10)
+  xn, yn = rng.standard_normal((64, 40)).astype(np.float32) * 3, rng.integers(0, 40, 64).astype(np.int32)
+  yn[:5] = 3
+  x, y = Tensor(xn), Tensor(yn)
+  sched = x.cross_entropy(y, ignore_index=ignore_index).schedule()
+  assert len(sched) == 2
+  row = max(sched, key=lambda si: sum(u.op is Ops.REDUCE_AXIS for u in si.ast.toposort()))
+  opts = hand_coded_optimizations(Kernel(row.ast, Device["CPU"].renderer))
+  assert sum(o.op is OptOps.UNROLL for o in opts) >= 3
+  ref = torch.nn.functional.cross_entropy(torch.from_numpy(xn), torch.from_numpy(yn).long(), ignore_index=ignore_index)
+  np.testing.assert_allclose(x.cross_entropy(y, ignore_index=ignore_index).numpy(), ref.numpy(), rtol=1e-5)
+
 def test_reading_a_scheduled_tensor_before_its_schedule_runs():
   # .schedule() points the tensor at the buffer its kernels will fill; reading it before they run is a clear error, after gives the data
   x = np.arange(8*16*32, dtype=np.float32).reshape(8, 16, 32)
