@@ -323,6 +323,72 @@ def test_row_kernel_gradient_and_returned_statistics():
   np.testing.assert_allclose(sm.numpy(), np.exp(xn - xn.max(1, keepdims=True)), rtol=1e-6)
   np.testing.assert_allclose(m.numpy(), xn.max(1, keepdims=True))
 
+def _exps_and_stores(t:Tensor) -> list[tuple[int, int]]:
+  # per kernel: the EXP nodes of its AST (before decomposition) and its STOREs
+  return [(sum(u.op is Ops.EXP for u in si.ast.toposort()), sum(u.op is Ops.STORE for u in si.ast.toposort())) for si in t.schedule()]
+
+@pytest.mark.parametrize("shape", [(6, 40), (3, 1000), (2, 4097), (3, 7, 33), (4, 1), (1, 16)])
+def test_softmax_row_kernel_computes_exp_once(shape):
+  # the row sum's loop stores exp(x - max) into the output and the output loop scales it in place: one EXP in the kernel, two stores
+  import torch
+  xn = np.random.default_rng(7).standard_normal(shape).astype(np.float32) * 6
+  assert _exps_and_stores(Tensor(xn).softmax(-1)) == [(1, 2 if shape[-1] > 1 else 1)]   # (a row of one has no sum)
+  for scale in (1.0, 1e4):   # large values: exp(x - max) underflows for most of the row
+    out = Tensor(xn * scale).softmax(-1)
+    np.testing.assert_allclose(out.numpy(), torch.from_numpy(xn * scale).softmax(-1).numpy(), rtol=1e-5, atol=1e-7)
+  # float64 too; log_softmax and layernorm have no exp to share (one EXP / none already)
+  np.testing.assert_allclose(Tensor(xn.astype(np.float64)).softmax(-1).numpy(), torch.from_numpy(xn.astype(np.float64)).softmax(-1).numpy(),
+                             rtol=1e-12, atol=1e-15)
+  assert _exps_and_stores(Tensor(xn).log_softmax(-1)) == [(1, 1)]
+
+def test_softmax_row_kernel_edge_rows():
+  import torch
+  xn = np.random.default_rng(8).standard_normal((6, 24)).astype(np.float32)
+  xn[1] = -np.inf                      # all -inf: nan, like torch
+  xn[2, :5] = -np.inf                  # a masked row
+  xn[3, 3] = np.inf                    # inf: nan where x is inf too, like torch
+  xn[4, 7] = np.nan
+  xn[5] = 3e38                         # all at the top of float32
+  np.testing.assert_allclose(Tensor(xn).softmax(-1).numpy(), torch.from_numpy(xn).softmax(-1).numpy(), rtol=1e-6, atol=1e-7, equal_nan=True)
+  # half input: computed in float32, stored as half: the float32 exps have nowhere to go, so the output loop recomputes them
+  assert _exps_and_stores(Tensor(xn).half().softmax(-1)) == [(2, 1)]
+
+def test_softmax_row_kernel_into_views_and_in_place():
+  # the output's own view: a slice of a bigger buffer (assign), the tensor's own buffer (reads its old contents: exp not shared), other axes
+  import torch
+  xn = np.random.default_rng(9).standard_normal((5, 32)).astype(np.float32)
+  ref = torch.from_numpy(xn).softmax(-1).numpy()
+  big = Tensor.zeros(5, 48).contiguous().realize()
+  big[:, 8:40].assign(Tensor(xn).softmax(-1)).realize()
+  np.testing.assert_allclose(big.numpy()[:, 8:40], ref, rtol=1e-6, atol=1e-7)
+  np.testing.assert_array_equal(big.numpy()[:, :8], 0)
+  np.testing.assert_array_equal(big.numpy()[:, 40:], 0)
+  t = Tensor(xn).contiguous().realize()
+  t.assign(t.softmax(-1)).realize()
+  np.testing.assert_allclose(t.numpy(), ref, rtol=1e-6, atol=1e-7)
+  tt = Tensor(xn).T.contiguous().realize()
+  np.testing.assert_allclose(tt.T.softmax(-1).numpy(), ref, rtol=1e-6, atol=1e-7)
+  np.testing.assert_allclose(Tensor(xn).softmax(0).numpy(), torch.from_numpy(xn).softmax(0).numpy(), rtol=1e-6, atol=1e-7)
+
+@pytest.mark.parametrize("ignore_index", [-100, 3])
+def test_cross_entropy_is_a_row_kernel_with_vector_reduces(ignore_index):
+  # log_softmax summed again over the row at the targets: one row kernel whose max, sum of exps and final sum each get a register's lanes
+  # (not one scalar loop per reduce), and the mean's count of targets that count needs no pass over the classes
+  import torch
+  from tinygrad.opt.kernel import Kernel, OptOps
+  from tinygrad.opt.heuristic import hand_coded_optimizations
+  rng = np.random.default_rng(10)
+  xn, yn = rng.standard_normal((64, 40)).astype(np.float32) * 3, rng.integers(0, 40, 64).astype(np.int32)
+  yn[:5] = 3
+  x, y = Tensor(xn), Tensor(yn)
+  sched = x.cross_entropy(y, ignore_index=ignore_index).schedule()
+  assert len(sched) == 2
+  row = max(sched, key=lambda si: sum(u.op is Ops.REDUCE_AXIS for u in si.ast.toposort()))
+  opts = hand_coded_optimizations(Kernel(row.ast, Device["CPU"].renderer))
+  assert sum(o.op is OptOps.UNROLL for o in opts) >= 3
+  ref = torch.nn.functional.cross_entropy(torch.from_numpy(xn), torch.from_numpy(yn).long(), ignore_index=ignore_index)
+  np.testing.assert_allclose(x.cross_entropy(y, ignore_index=ignore_index).numpy(), ref.numpy(), rtol=1e-5)
+
 def test_reading_a_scheduled_tensor_before_its_schedule_runs():
   # .schedule() points the tensor at the buffer its kernels will fill; reading it before they run is a clear error, after gives the data
   x = np.arange(8*16*32, dtype=np.float32).reshape(8, 16, 32)

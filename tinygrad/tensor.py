@@ -1552,7 +1552,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return m, m.exp().sum(axis, keepdim=True), out
   @_dim_alias
   def softmax(self, axis:int=-1, dtype:DTypeLike|None=None) -> Tensor:
-    """exp(x) / sum(exp(x)) along axis, shifted by the max so nothing overflows (max, sum and divide: one kernel on CPUs, see ROW_FUSE)."""
+    """exp(x) / sum(exp(x)) along axis, shifted by the max so nothing overflows (max, sum and divide: one kernel on CPUs, see ROW_FUSE, which
+    stores each exp once and scales it in place)."""
     m, s, out = self._softmax_parts(axis, dtype)
     return (m.exp() * s.reciprocal()).cast(out)   # one reciprocal per row, like torch, not a division per element
   @_dim_alias
@@ -2618,6 +2619,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     w = Tensor.ones(n_cls, device=self.device, dtype=self.dtype) if weight is None else weight.cast(self.dtype)
     hit_w = hits.where(w.reshape(wshape), 0) * Y.ne(ignore_index).unsqueeze(class_dim)
     loss = -(hit_w * self).sum(class_dim)
+    if reduction == "mean" and weight is None:   # the targets that count: no pass over the classes for that
+      return loss.sum() / (Y.ne(ignore_index) & (Y >= 0) & (Y < n_cls)).sum().cast(self.dtype)
     if reduction == "mean": return loss.sum() / hit_w.sum()
     return loss._do_reduction("nll_loss", reduction)
   def cross_entropy(self, Y:Tensor, weight:Tensor|None=None, ignore_index:int=-100, reduction:str="mean", label_smoothing:float=0.0) -> Tensor:

@@ -51,7 +51,7 @@ def _vector_axes(topo:list[UOp], lanes:dict[UOp, tuple[tuple[int, int], ...]], w
       if a in lanes[idx] and _step(idx, a, placeholders, memo) == 1: score[a] += 1
   # an output axis first; else a reduced one (a vector accumulator whose lanes are combined after the loop). Then the most lanes moved by
   # vector loads and stores: a conv tile's 32 channel lanes (one weight load) over its 8 positions (an input load and the store)
-  together = {frozenset(ls) for ls in lanes.values()}
+  together = {frozenset(ls) for u, ls in lanes.items() if u.op is not Ops.SINK}   # (the SINK gathers every store's lanes)
   chosen: set[tuple[int, int]] = set()
   for a in sorted(cands, key=lambda a: (score[a] > 0, a not in reduced, score[a] * a[1], a[1]), reverse=True):
     if score[a] > 0 and not any(a in ls and ls & chosen for ls in together): chosen.add(a)

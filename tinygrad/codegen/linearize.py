@@ -55,7 +55,7 @@ def linearize(sink:UOp) -> list[UOp]:
   ranges_of = _ranges_of(topo, {a: frozenset() for a in accs})
   # a loop's parent: the innermost of the lower loops needed together with it; if that isn't a consistent tree, one nest in axis order
   below: dict[UOp, set[UOp]] = {r: set() for r in all_ranges}
-  for rs in set(ranges_of.values()):
+  for rs in {rs for u, rs in ranges_of.items() if u.op is not Ops.SINK}:   # (the SINK gathers every store: it needs no loops together)
     for r in rs: below[r].update(q for q in rs if pos[q] < pos[r])
   parent: dict[UOp, UOp|None] = {r: max(below[r], key=pos.__getitem__, default=None) for r in all_ranges}
   def chain(r:UOp|None) -> list[UOp]:
@@ -73,6 +73,11 @@ def linearize(sink:UOp) -> list[UOp]:
     if u.op is Ops.ASSIGN and u.src[0].op is Ops.DEFINE_ACC:   # an update runs inside all of its loops
       home[u] = max(list(ranges_of[u]) + list(u.src[0].src[1:]), key=depth.__getitem__)
     if not ranges_of[u] <= set(chain(home[u])): raise RuntimeError(f"linearize: {u.op} needs loops that are not nested")
+  # a kernel that stores values and reads them back (kernelize's reuse_row_value) reads after the stores: a load waits for the stores of its
+  # buffer that don't use it (with one store, every load is used by it)
+  stores = [u for u in topo if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
+  after = {u: tuple(s for s in stores if s.src[0].src[0] is u.src[0].src[0] and u not in s.toposort()) for u in topo
+           if len(stores) > 1 and u.op is Ops.LOAD and u.src[0].op is Ops.INDEX}
   kids: dict[UOp|None, list[UOp]] = {}
   for r in all_ranges: kids.setdefault(parent[r], []).append(r)
   members: dict[UOp|None, list[UOp]] = {}
@@ -94,7 +99,7 @@ def linearize(sink:UOp) -> list[UOp]:
       nodes = inside[it] + [it] if it.op is Ops.RANGE else [it]   # a loop needs its bound too
       ds: set[UOp] = set()
       for u in nodes:
-        for s in (u.src[:1] if u.op is Ops.DEFINE_ACC else u.src):
+        for s in (u.src[:1] if u.op is Ops.DEFINE_ACC else u.src + after.get(u, ())):
           if s.op in (Ops.RANGE, Ops.SINK) or s not in home: continue
           d = s if home[s] is loop else item_in(home[s], loop)
           if d is not None and d is not it: ds.add(d)

@@ -42,13 +42,14 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   # a row kernel (softmax, layernorm: see grouper.row_reduce) loops over a row once per reduce and once for the output: each of those loops
   # gets a SIMD register's lanes (vector accumulators, vector stores) and the reduces a short unroll more, so a loop adds a few vectors at once
   row_axes = [a for a in global_axes if any(st.shape[a] == 1 for st in k.sts) and k.full_shape[a] != 1]
-  if reduce_axes and row_axes and k.opts.vector_alu_lanes:
+  # (also a row kernel reduced again over the row, a cross entropy's sum of log_softmax: its reduces each have an axis of their own)
+  if reduce_axes and (row_axes or len(k.reduceops) > 1 and len(reduce_axes) > 1) and k.opts.vector_alu_lanes:
     width = k.opts.simd_bytes // max(r.dtype.itemsize for r in k.reduceops)
     for i in range(len(reduce_axes)):
       if (amt := _largest_divisor(k.full_shape[k.axes_of(AxisType.REDUCE)[i]], (width, 8, 4))) is not None: _try(k, Opt(OptOps.UNROLL, i, amt), opts)
     for i in range(len(reduce_axes)):
       if (amt := _largest_divisor(k.full_shape[k.axes_of(AxisType.REDUCE)[i]], (4, 2))) is not None: _try(k, Opt(OptOps.UNROLL, i, amt), opts)
-    if (amt := _largest_divisor(k.full_shape[row_axes[-1]], (width, 8, 4))) is not None:
+    if row_axes and (amt := _largest_divisor(k.full_shape[row_axes[-1]], (width, 8, 4))) is not None:
       _try(k, Opt(OptOps.UPCAST, k.axes_of(AxisType.GLOBAL).index(row_axes[-1]), amt), opts)
   # a reduce with broadcast inputs (matmul, conv): a register tile of outputs, each loaded value used by several accumulators.
   # The axis some input reads contiguously gets a SIMD register's width of lanes, another broadcast axis a few rows.

@@ -6,7 +6,7 @@ from tinygrad.uop.ops import UOp, sint
 from tinygrad.dtype import dtypes
 from tinygrad.shape.shapetracker import ShapeTracker
 from tinygrad.shape.view import View, strides_for_shape
-from tinygrad.schedule.grouper import kernel_body
+from tinygrad.schedule.grouper import kernel_body, EXPENSIVE
 
 @functools.lru_cache(maxsize=8192)
 def _unbound_view(st:ShapeTracker) -> tuple[UOp, dict[UOp, int]]:
@@ -62,7 +62,30 @@ class KernelBuilder:
     if kshape + self.pad != root.shape: out_st, top_st = out_st.reshape(kshape + self.pad), top_st.reshape(kshape + self.pad)
     dg = self.define_global(out_buf)
     val = self.build_value(value, top_st)
-    return UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (dg, self.view(out_st), val)),))
+    return UOp(Ops.SINK, dtypes.void, self.reuse_row_value(UOp(Ops.STORE, dtypes.void, (dg, self.view(out_st), val)), out_st))
+
+  def reuse_row_value(self, store:UOp, out_st:ShapeTracker) -> tuple[UOp, ...]:
+    """A row sum of f whose output also uses f at its own element (softmax: exp(x - max) * 1/sum(exp(x - max))) computes f once: the sum's
+    loop also stores f into the output row, and the output's loop reads it back and scales it in place (the row is still in cache).
+    f at the output element is the sum's f with the sum's axis and the output's axis swapped in every view."""
+    dg, vo, val = store.src
+    if not self.own_axes or len(v := out_st.simplify().views) != 1 or v[0].mask is not None: return (store,)
+    # (not where the kernel reads its output's old contents, or writes an element twice)
+    if any(st == 0 and s != 1 for s, st in zip(v[0].shape, v[0].strides)) or any(u.op is Ops.LOAD and u.src[0] is dg for u in val.toposort()):
+      return (store,)
+    nodes = set(val.toposort(lambda u: u.op is not Ops.REDUCE_AXIS))   # the output's own values, not a reduce's
+    own = set(self.own_axes.values())
+    for r in val.toposort():
+      if r.op is not Ops.REDUCE_AXIS or r.arg[0] is not Ops.ADD or r.arg[1] not in own or len(r.arg[1]) != 1: continue
+      f, ra = r.src[0], r.arg[1][0]
+      if f.dtype != dg.dtype.base or not any(u.op in EXPENSIVE for u in f.toposort()): continue
+      n = max(u.arg.shape[ra] for u in f.toposort() if u.op is Ops.VIEW)
+      for ga in (a for a, s in enumerate(v[0].shape) if s != 1 and s == n):
+        perm = tuple(ra if a == ga else ga if a == ra else a for a in range(len(v[0].shape)))
+        fo = f.substitute({u: self.view(u.arg.permute(perm)) for u in f.toposort() if u.op is Ops.VIEW})
+        if fo in nodes:
+          return (dg.store(vo, val.substitute({fo: UOp(Ops.LOAD, f.dtype, (dg, vo))})), dg.store(self.view(out_st.permute(perm)), f))
+    return (store,)
 
   def leaf(self, x:UOp, st:ShapeTracker) -> UOp|None:
     if x in self.buffer_of and x is not self.root:
