@@ -450,6 +450,38 @@ def test_playoff_keeps_start_unless_really_faster(monkeypatch):
   bench = _FakeBench({})
   assert search._playoff(bench, [start], start) == (start[0], 10.0) and bench.runs == []   # type: ignore[arg-type]
 
+def _scripted_search(monkeypatch, timeout:float) -> tuple[search.BeamStats, list[tuple[float, int]]]:
+  """A beam search of a GEMM whose compiles are free and whose runs are scripted: the start (the heuristic's kernel) runs 1.0 s, every
+  other kernel 0.9 s, and each run advances a fake clock by its time. Round 1 gains 10% (confirmed side by side), so round 2 follows if it
+  fits. Returns the stats and (clock, kernels) of each batch sent to compile: the start, then each round."""
+  clock, batches = [0.0], []
+  def fake_compile_iter(kernels, device, deadline, st, show):
+    batches.append((clock[0], len(kernels)))
+    for i, k in enumerate(kernels): yield i, k, b""
+  class FakeBench:
+    def __init__(self, *args): self.start = None
+    def set_reference(self): pass
+    def time(self, p, lib, early_stop, runs=3):
+      if self.start is None: self.start = p
+      clock[0] += (tm := 1.0 if p is self.start else 0.9)
+      return tm, ""
+  monkeypatch.setattr(search, "_compile_iter", fake_compile_iter)
+  monkeypatch.setattr(search, "_Bench", FakeBench)
+  monkeypatch.setattr(search, "time", type("FakeTime", (), {"perf_counter": staticmethod(lambda: clock[0])}))
+  si, _, _ = matmul_item(64)
+  with Context(IGNORE_BEAM_CACHE=1, BEAM_CHECK=0, BEAM_TIMEOUT_SEC=timeout): beam_search(Kernel(si.ast, Device["CPU"].renderer), None, 2)
+  return search.last_stats, batches
+
+def test_round_not_started_past_the_deadline(monkeypatch):
+  _device("CPU")
+  free, batches = _scripted_search(monkeypatch, 1e6)
+  assert len(batches) >= 3 and free.timeouts == 0 and free.best_time == 0.9, batches
+  (_, n1), (t2, n2) = batches[1], batches[2]
+  # a deadline halfway through round 2 (at round 1's pace of 0.9 s a kernel): round 2 isn't started (before, it ran into the deadline and
+  # its compiles were wasted as timeouts), and the search keeps round 1's winner
+  tight, _ = _scripted_search(monkeypatch, t2 + 0.9 * n2 / 2)
+  assert tight.candidates == n1 and tight.timeouts == 0 and tight.best_time == 0.9, tight
+
 def test_speedup_is_the_median_of_paired_ratios():
   assert search._speedup([10.0, 20.0, 10.0], [5.0, 10.0, 10.0]) == 2.0
   assert search._speedup([10.0, 10.0, 10.0], [1.0, 10.0, 11.0]) == 1.0
