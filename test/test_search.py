@@ -268,7 +268,7 @@ def test_nolocals():
 
 # (the search starts from the heuristic's kernel: SWAP and BLOCK still apply to its register tile)
 SMALL_ACTIONS = [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UNROLL, 0, 4),
-                 Opt(OptOps.THREAD, 0, 2), Opt(OptOps.SWAP, 0, 1), Opt(OptOps.BLOCK, 0, 2)]
+                 Opt(OptOps.THREAD, 0, 2), Opt(OptOps.SWAP, 0, 1), Opt(OptOps.BLOCK, 1, 2)]
 
 @pytest.fixture
 def small_search(monkeypatch):
@@ -427,19 +427,65 @@ class _FakeBench:
 
 def _entry(name:str, screened:float): return (Kernel.__new__(Kernel), screened, (name, b""))
 
-def test_playoff_keeps_start_unless_really_faster():
+def test_playoff_keeps_start_unless_really_faster(monkeypatch):
+  monkeypatch.setattr(search, "PLAYOFF_SECONDS", 1e9)   # every round runs: the fake times are the whole story
   start, lucky, better = _entry("start", 10.0), _entry("lucky", 5.0), _entry("better", 6.0)
+  times = {"start": [10.0, 9.0, 9.5, 9.2, 9.1, 9.3, 9.4], "lucky": [9.6, 9.05, 9.4, 9.3, 9.2, 9.5, 9.3], "better": [8.0, 7.5, 7.9, 7.7, 7.6, 7.8, 8.1]}
   # "lucky" was screened at 5.0 but really runs as fast as the start: the start stays, after interleaved reruns of both
-  bench = _FakeBench({"start": [10.0, 9.0, 9.5, 9.2, 9.1], "lucky": [9.6, 9.05, 9.4, 9.3, 9.2], "better": [8.0, 7.5, 7.9, 7.7, 7.6]})
+  bench = _FakeBench(times)
   k, t = search._playoff(bench, [lucky], start)   # type: ignore[arg-type]
-  assert k is start[0] and t == 9.0 and bench.runs[:4] == ["start", "lucky", "start", "lucky"]
-  # a finalist clearly faster in the reruns wins, with its rerun time
-  bench = _FakeBench({"start": [10.0, 9.0, 9.5, 9.2, 9.1], "lucky": [9.6, 9.05, 9.4, 9.3, 9.2], "better": [8.0, 7.5, 7.9, 7.7, 7.6]})
+  assert k is start[0] and t == 9.0 and bench.runs[:4] == ["start", "lucky", "start", "lucky"] and len(bench.runs) == 2 * search.PLAYOFF_ROUNDS
+  # a finalist clearly faster in the reruns wins, with its best rerun time
+  bench = _FakeBench(times)
   k, t = search._playoff(bench, [lucky, better], start)   # type: ignore[arg-type]
   assert k is better[0] and t == 7.5
+  # one lucky run (or a slow spell in the start's runs) doesn't make a winner: the rounds' ratios are compared, not the best runs
+  bench = _FakeBench({"start": [10.0, 14.0, 10.1, 9.9, 10.0, 10.2, 10.0], "lucky": [7.0, 10.2, 10.0, 10.1, 10.3, 10.0, 10.1]})
+  k, _ = search._playoff(bench, [lucky], start)   # type: ignore[arg-type]
+  assert k is start[0]
+  # a machine that slows down halfway slows both kernels of a round: a kernel 10% faster in every round wins
+  bench = _FakeBench({"start": [10.0, 10.0, 10.0, 15.0, 15.0, 15.0, 15.0], "better": [9.0, 9.0, 9.0, 13.5, 13.5, 13.5, 13.5]})
+  assert search._playoff(bench, [better], start)[0] is better[0]   # type: ignore[arg-type]
   # nothing to compare: the beam is the start (no round gained), no reruns
   bench = _FakeBench({})
   assert search._playoff(bench, [start], start) == (start[0], 10.0) and bench.runs == []   # type: ignore[arg-type]
+
+def _scripted_search(monkeypatch, timeout:float) -> tuple[search.BeamStats, list[tuple[float, int]]]:
+  """A beam search of a GEMM whose compiles are free and whose runs are scripted: the start (the heuristic's kernel) runs 1.0 s, every
+  other kernel 0.9 s, and each run advances a fake clock by its time. Round 1 gains 10% (confirmed side by side), so round 2 follows if it
+  fits. Returns the stats and (clock, kernels) of each batch sent to compile: the start, then each round."""
+  clock, batches = [0.0], []
+  def fake_compile_iter(kernels, device, deadline, st, show):
+    batches.append((clock[0], len(kernels)))
+    for i, k in enumerate(kernels): yield i, k, b""
+  class FakeBench:
+    def __init__(self, *args): self.start = None
+    def set_reference(self): pass
+    def time(self, p, lib, early_stop, runs=3):
+      if self.start is None: self.start = p
+      clock[0] += (tm := 1.0 if p is self.start else 0.9)
+      return tm, ""
+  monkeypatch.setattr(search, "_compile_iter", fake_compile_iter)
+  monkeypatch.setattr(search, "_Bench", FakeBench)
+  monkeypatch.setattr(search, "time", type("FakeTime", (), {"perf_counter": staticmethod(lambda: clock[0])}))
+  si, _, _ = matmul_item(64)
+  with Context(IGNORE_BEAM_CACHE=1, BEAM_CHECK=0, BEAM_TIMEOUT_SEC=timeout): beam_search(Kernel(si.ast, Device["CPU"].renderer), None, 2)
+  return search.last_stats, batches
+
+def test_round_not_started_past_the_deadline(monkeypatch):
+  _device("CPU")
+  free, batches = _scripted_search(monkeypatch, 1e6)
+  assert len(batches) >= 3 and free.timeouts == 0 and free.best_time == 0.9, batches
+  (_, n1), (t2, n2) = batches[1], batches[2]
+  # a deadline halfway through round 2 (at round 1's pace of 0.9 s a kernel): round 2 isn't started (before, it ran into the deadline and
+  # its compiles were wasted as timeouts), and the search keeps round 1's winner
+  tight, _ = _scripted_search(monkeypatch, t2 + 0.9 * n2 / 2)
+  assert tight.candidates == n1 and tight.timeouts == 0 and tight.best_time == 0.9, tight
+
+def test_speedup_is_the_median_of_paired_ratios():
+  assert search._speedup([10.0, 20.0, 10.0], [5.0, 10.0, 10.0]) == 2.0
+  assert search._speedup([10.0, 10.0, 10.0], [1.0, 10.0, 11.0]) == 1.0
+  assert search._speedup([], []) == 0.0
 
 def test_cpu_program_reports_cpu_time():
   _device("CPU")

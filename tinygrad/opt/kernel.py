@@ -188,8 +188,9 @@ class Kernel:
       s, amt = self.full_shape[axis], opt.arg
       check(isinstance(s, int) and isinstance(amt, int) and 1 < amt < s and s % amt == 0, opt, f"amount {amt} must split axis {axis} of size {s}")
       assert isinstance(amt, int)
+      # (the outermost global loop split in two runs in the same order: another program for BEAM to compile and time, no other kernel)
+      check(axis != (first := self.axes_of(AxisType.GLOBAL)[0]), opt, "a block of the outermost global loop changes no loop order")
       self._split(axis, amt)
-      first = self.axes_of(AxisType.GLOBAL)[0]
       self._permute(list(range(first)) + [axis] + [i for i in range(first, self.shape_len) if i != axis])
     elif opt.op is OptOps.PREFETCH:
       # a hint, no change of shape: the reduce's loads of buffer arg also prefetch what they will read one step of their innermost global

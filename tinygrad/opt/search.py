@@ -334,20 +334,29 @@ def _compile_iter(kernels:list[Kernel], device:str, deadline:float, st:BeamStats
 def _compile_all(kernels:list[Kernel], device:str, deadline:float, st:BeamStats, show:bool) -> dict[int, tuple[ProgramSpec, bytes]]:
   return {i: (p, lib) for i, p, lib in _compile_iter(kernels, device, deadline, st, show)}
 
-# a finalist replaces the kernel the search started from (the heuristic's) only when it is this much faster in the playoff
-PLAYOFF_MARGIN, PLAYOFF_ROUNDS, PLAYOFF_SECONDS = 0.01, 5, 2.0
+# a finalist replaces the kernel the search started from (the heuristic's) only when it is this much faster in the playoff; the playoff and a
+# round's confirmation run each kernel up to PLAYOFF_ROUNDS times, interleaved, and for at least 3 rounds or PLAYOFF_SECONDS
+PLAYOFF_MARGIN, PLAYOFF_ROUNDS, PLAYOFF_SECONDS = 0.03, 7, 3.0
 
 _Entry = tuple[Kernel, float, tuple[ProgramSpec, bytes]|None]   # a kernel, its screening time, its program
-def _rerun(bench:_Bench, entries:list[_Entry], rounds:int) -> list[float]:
-  """Each entry's best of `rounds` more runs, interleaved, so a slow spell of the machine hits them all alike."""
-  best, t0 = [math.inf] * len(entries), time.perf_counter()
+def _rerun(bench:_Bench, entries:list[_Entry], rounds:int) -> list[list[float]]:
+  """Each entry's times of up to `rounds` more runs, interleaved (round by round), so a slow spell of the machine hits them all alike."""
+  ret: list[list[float]] = [[] for _ in entries]
+  t0 = time.perf_counter()
   for r in range(rounds):
     for i, (_, _, prog) in enumerate(entries):
       assert prog is not None
       tm, err = bench.time(*prog, None, runs=1)
-      best[i] = math.inf if err else min(best[i], tm)
-    if r >= 1 and time.perf_counter() - t0 > PLAYOFF_SECONDS: break
-  return best
+      ret[i].append(math.inf if err else tm)
+    if r >= 2 and time.perf_counter() - t0 > PLAYOFF_SECONDS: break
+  return ret
+
+def _speedup(base:list[float], other:list[float]) -> float:
+  """How much faster `other` ran than `base` in the same rounds: the median of the rounds' ratios. A machine whose speed drifts (another
+  process on the core's sibling, a VM's neighbours) slows both runs of a round alike, and one unlucky run moves a median little: the best
+  of each instead compared single lucky runs, and equal kernels differed by 25% on a loaded machine."""
+  ratios = sorted(b / o if o > 0 else math.inf for b, o in zip(base, other))
+  return ratios[len(ratios) // 2] if ratios else 0.0
 
 def _playoff(bench:_Bench, beam:list[_Entry], start:_Entry) -> tuple[Kernel, float]:
   """The finalists (the beam and the kernel the search started from) run again: on a loaded machine one screening run can lose a time
@@ -355,10 +364,12 @@ def _playoff(bench:_Bench, beam:list[_Entry], start:_Entry) -> tuple[Kernel, flo
   has_start = start[2] is not None
   entries = [e for e in ([start] if has_start else []) + [e for e in beam if e[0] is not start[0]] if e[2] is not None]
   if len(entries) < 2: return beam[0][0], beam[0][1]
-  best = _rerun(bench, entries, PLAYOFF_ROUNDS)
-  i = min(range(len(entries)), key=lambda j: best[j])
-  if has_start and best[i] > best[0] * (1 - PLAYOFF_MARGIN): i = 0
-  return entries[i][0], best[i]
+  times = _rerun(bench, entries, PLAYOFF_ROUNDS)
+  if not has_start: i = min(range(len(entries)), key=lambda j: min(times[j]))
+  else:
+    i = max(range(1, len(entries)), key=lambda j: _speedup(times[0], times[j]))
+    if _speedup(times[0], times[i]) <= 1 + PLAYOFF_MARGIN: i = 0
+  return entries[i][0], min(times[i])
 
 def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bool=True, var_vals:dict[UOp, int]|None=None) -> Kernel:
   """The fastest kernel found by a beam search of width amt over opt lists that extend k's, timed on rawbufs' device with scratch copies
@@ -396,7 +407,7 @@ def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bo
   beam = sorted(beam, key=lambda x: x[1])[:1] or [(k, math.inf, None)]
   start, st.start_time = beam[0], beam[0][1]
   seen = {_state(x) for x in starts}
-  min_progress = BEAM_MIN_PROGRESS.value / 1e3
+  min_progress, per_cand = BEAM_MIN_PROGRESS.value / 1e3, 0.0
   # the first round also tries the heuristic's tile and blocks at other sizes
   cands = [v for v in (_variants(k, hk.applied_opts[len(k.applied_opts):]) if hk is not None else []) if _state(v) not in seen]
   seen |= {_state(v) for v in cands}
@@ -408,7 +419,9 @@ def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bo
         seen.add(s)
         cands.append(k2)
     if not cands: break
-    st.candidates += len(cands)
+    # a round that wouldn't finish by the deadline (at the last round's pace per candidate) isn't started: half a round is compiles wasted
+    if per_cand and time.perf_counter() + per_cand * len(cands) > deadline: break
+    st.candidates, round_start = st.candidates + len(cands), time.perf_counter()
     timed: list[_Entry] = []
     # each candidate is timed as soon as it compiles, while the workers compile the rest (CPU time doesn't count their share of the cores)
     bar: tqdm = tqdm(total=len(cands), desc=f"beam round {st.rounds}", disable=not show)
@@ -424,6 +437,7 @@ def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bo
       st.timed += 1
       timed.append((cands[i], tm, (p, lib)))
     bar.close()
+    per_cand = (time.perf_counter() - round_start) / len(cands)
     timed.sort(key=lambda x: x[1])
     # a faster kernel is always kept; the search goes on only while a round gains more than BEAM_MIN_PROGRESS and 2%: the best of many
     # noisy timings is biased low, so a smaller gain is as likely luck as a better kernel
@@ -435,7 +449,8 @@ def beam_search(k:Kernel, rawbufs:list[Buffer]|None, amt:int, allow_test_size:bo
       if gain > 0: beam = beam[:1] + timed[:amt]   # the playoff decides between them
       break
     # the round's winner against the beam's best again, side by side: a gain that doesn't hold up ends the search, and the playoff decides
-    if beam[0][2] is not None and (r := _rerun(bench, [beam[0], timed[0]], 2)) and r[0] - r[1] <= max(min_progress, 0.02 * r[0]):
+    if beam[0][2] is not None and (r := _rerun(bench, [beam[0], timed[0]], PLAYOFF_ROUNDS)) and \
+       (min(r[0]) - min(r[1]) <= min_progress or _speedup(r[0], r[1]) <= 1.02):
       beam = beam[:1] + timed[:amt]
       break
     beam, cands = timed[:amt], []
