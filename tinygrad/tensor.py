@@ -812,9 +812,15 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def clip(self, min_:Any=None, max_:Any=None, *, min:Any=None, max:Any=None) -> Tensor:
     return self.clamp(min_, max_, min=min, max=max)
 
-  # a <= b as not(b < a) would be true for nan: floats ask for < or ==
-  def le(self, x:Any) -> Tensor: return self.lt(x) | self.eq(x) if dtypes.is_float(self._broadcasted_uops(x)[0].dtype) else self.gt(x).logical_not()
-  def ge(self, x:Any) -> Tensor: return self.gt(x) | self.eq(x) if dtypes.is_float(self._broadcasted_uops(x)[0].dtype) else self.lt(x).logical_not()
+  # a == b is one CMPEQ (devices without it get not(a != b)); a <= b as not(b < a) would be true for nan, so it is (a < b) | (a == b), both
+  # compares on the same two operands (one constant made for a scalar)
+  def eq(self, x:Any) -> Tensor: return self.alu(Ops.CMPEQ, x)
+  def le(self, x:Any) -> Tensor:
+    a, b = self._broadcasted_uops(x, what="comparison")
+    return Tensor(a.alu(Ops.CMPLT, b).alu(Ops.OR, a.alu(Ops.CMPEQ, b)))
+  def ge(self, x:Any) -> Tensor:
+    a, b = self._broadcasted_uops(x, what="comparison")
+    return Tensor(b.alu(Ops.CMPLT, a).alu(Ops.OR, a.alu(Ops.CMPEQ, b)))
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool).ne(True)
   def logical_and(self, x:Any) -> Tensor: return self.cast(dtypes.bool).bitwise_and(self.ufix(x).cast(dtypes.bool))
   def logical_or(self, x:Any) -> Tensor: return self.cast(dtypes.bool).bitwise_or(self.ufix(x).cast(dtypes.bool))
@@ -1020,6 +1026,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     """|x| with gradient sign(x), so 0 at 0 like torch; abs(-0.0) is 0.0"""
     if dtypes.is_unsigned(self.dtype) or self.dtype == dtypes.bool: return self
     if not dtypes.is_float(self.dtype): return self.lt(0).where(-self, self)
+    if self.dtype == dtypes.float32 and not _reaches_grad(self.uop):   # the sign bit cleared: one constant, one AND
+      x, mask = self.bitcast(dtypes.uint32)._broadcasted_uops(0x7fffffff, what="abs")
+      return Tensor(x.alu(Ops.AND, mask).bitcast(dtypes.float32))
     return self.lt(0).where(-self, self.gt(0).where(self, self - self))   # x - x: +0 for -0, nan for nan, and no gradient
   def sign(self) -> Tensor:
     """-1, 0 or 1 (0 for nan, like torch)"""
@@ -1078,8 +1087,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   # ***** activations *****
 
   def relu(self) -> Tensor:
-    """max(x, 0) with gradient 0 at 0, nan kept, like torch"""
-    return self.le(0).where(0, self)
+    """max(x, 0) like torch: nan and -0.0 kept, gradient 0 at 0. One compare and one select on one constant; the gradient picks x only
+    above 0 (or at nan)"""
+    x, zero = self._broadcasted_uops(0, what="relu")
+    ret = Tensor(x.alu(Ops.CMPLT, zero).alu(Ops.WHERE, zero, x))
+    return self.le(0).where(ret.detach(), self) if _reaches_grad(x) else ret
   def relu6(self) -> Tensor: return self.hardtanh(0, 6)   # torch's relu6 is hardtanh(0, 6): gradient 0 at both edges
   def hardtanh(self, min_val:float=-1.0, max_val:float=1.0) -> Tensor:
     """clamp to [min_val, max_val] with gradient 0 on the edges, like torch's hardtanh"""
@@ -1088,11 +1100,14 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     slope = neg_slope if negative_slope is None else negative_slope
     return self.gt(0).where(self, self * slope)
   def _sigmoid_v(self) -> Tensor:
-    # 1/(1 + e**-|x|), times e**-|x| for negative x: e**-|x| never overflows and tiny results keep their digits
-    neg = self.lt(0)   # one compare (ge is built from several); -0.0 and nan take the x >= 0 side as before
-    e = neg.where(self, -self).exp()
-    p = 1 / (1 + e)
-    return neg.where(e * p, p)
+    # 1/(1 + e**-|x|), times e**-|x| for negative x: e**-|x| never overflows and tiny results keep their digits. -0.0 and nan take the
+    # x >= 0 side. Built on UOps of one shape: three constants and eight ops (Python time each call, not only kernel time)
+    x = self.uop
+    zero, one, minus_one = x.const_like(0), x.const_like(1), x.const_like(-1)   # made from x: its device is known, no graph walk
+    neg = x.alu(Ops.CMPLT, zero)
+    e = neg.alu(Ops.WHERE, x, x * minus_one).alu(Ops.EXP)
+    p = one.alu(Ops.FDIV, one + e)
+    return Tensor(neg.alu(Ops.WHERE, e * p, p))
   def sigmoid(self) -> Tensor: return self._smooth(Tensor._sigmoid_v, lambda x, y: y * (1 - y))
   def logsigmoid(self) -> Tensor:
     """log(sigmoid(x)) = min(x, 0) - log1p(e**-|x|): no overflow, and no log(0) for very negative x"""
@@ -1138,8 +1153,14 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       def deriv(x:Tensor, y:Tensor) -> Tensor:
         t = (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh()
         return 0.5 * (1 + t) + 0.5 * x * ((1 - t * t) * math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * x * x))
-      return x._smooth(lambda x: 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh()), deriv).cast(out)
+      return x._smooth(Tensor._gelu_tanh_v, deriv).cast(out)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+  def _gelu_tanh_v(self) -> Tensor:
+    # 0.5 * x * (1 + tanh(z)) = x * sigmoid(2z) = x / (1 + e**-2z), z = sqrt(2/pi) * (x + 0.044715 x**3): one exp and one divide, no
+    # cancellation in 1 + tanh(z) for negative x, e**-2z = inf gives the signed zero. Three constants and seven ops on UOps
+    x, c = self.uop, -2 * math.sqrt(2 / math.pi)
+    one, c1, c3 = x.const_like(1), x.const_like(c), x.const_like(c * 0.044715)   # made from x: its device is known, no graph walk
+    return Tensor(x.alu(Ops.FDIV, one + (x * (x * x * c3 + c1)).alu(Ops.EXP)))
   def mish(self) -> Tensor:
     return self._smooth(lambda x: x * x.softplus().tanh(), lambda x, y: (t := x.softplus().tanh()) + x * x._sigmoid_v() * (1 - t * t))
 
