@@ -5,7 +5,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _PLAIN_ARG, _unique_counter, buffers, _compute_st, _compute_device
 from tinygrad.device import Buffer
-from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE, PACKED_DOT_MIN, PACKED_CONV_MIN
+from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE, PACKED_DOT_MIN, PACKED_CONV_MIN, CPU_THREADS
 from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN, EXPENSIVE_EXPAND, ROW_FUSE
 from tinygrad.schedule.kernelize import KernelBuilder
 from tinygrad.schedule.packing import pack_operands, relayout_only_copies, merge_relayout_copies
@@ -89,7 +89,7 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   no real buffer: a hit gets fresh output buffers."""
   nodes, inputs, structure = _structure(sink)
   key = (structure, SPLIT_REDUCEOPS.value, SPLIT_REDUCE_MIN.value, PACKED_DOT_MIN.value, PACKED_CONV_MIN.value, EXPENSIVE_EXPAND.value,
-         ROW_FUSE.value)
+         ROW_FUSE.value, CPU_THREADS.value)
   if not SCHEDULE_CACHE or (plan := _plans.get(key)) is None:
     plan_stats["misses"] += 1
     # the scheduler runs on the graph with stand-ins for its inputs (nodes come in topological order)
