@@ -196,21 +196,24 @@ class Allocator(Generic[T]):
 
 class LRUAllocator(Allocator[T]):
   """Keeps freed buffers by (size, options) and hands them out again: device allocation is slow, reuse is fast."""
-  def __init__(self) -> None: self.cache: defaultdict[tuple[int, BufferSpec], list[T]] = defaultdict(list)
+  def __init__(self) -> None: self.cache: defaultdict[tuple[int, BufferSpec|None], list[T]] = defaultdict(list)
   def alloc(self, size:int, options:BufferSpec|None=None) -> T:
-    options = options if options is not None else _NO_SPEC
-    if options.external_ptr is None and (cached := self.cache.get((size, options))): return cached.pop()
+    # (plain buffers are kept under (size, None): a BufferSpec's hash is Python code, and this runs for every buffer a kernel writes)
+    if options is None or options is _NO_SPEC:
+      if (cached := self.cache.get((size, None))): return cached.pop()
+      options = _NO_SPEC
+    elif options.external_ptr is None and (cached := self.cache.get((size, options))): return cached.pop()
     try: return super().alloc(size, options)
     except MemoryError:
       self.free_cache()
       return super().alloc(size, options)
   def free_cache(self) -> None:
-    for (sz, options), opaques in self.cache.items():
+    for (sz, options), opaques in self.cache.items():   # (options None: a plain buffer)
       for opaque in opaques: super().free(opaque, sz, options)
       opaques.clear()
   def free(self, opaque:T, size:int, options:BufferSpec|None=None) -> None:
-    options = options if options is not None else _NO_SPEC
-    if LRU and not options.nolru and options.external_ptr is None: self.cache[(size, options)].append(opaque)
+    if (options is None or options is _NO_SPEC) and LRU: self.cache[(size, None)].append(opaque)
+    elif LRU and options is not None and not options.nolru and options.external_ptr is None: self.cache[(size, options)].append(opaque)
     else: super().free(opaque, size, options)
 
 _HUGE, _HUGE_OK = 2 << 20, hasattr(mmap, "MADV_HUGEPAGE")   # (Linux only)

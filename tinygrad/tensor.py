@@ -26,11 +26,13 @@ class EmptyReduceError(builtins.IndexError, ValueError): pass  # torch: IndexErr
 # or a view of one): a realize visits only these, not a model's weights
 all_tensors: dict[weakref.ref[Tensor], None] = {}
 _lazy_tensors: dict[weakref.ref[Tensor], None] = {}
+_MOVEMENT = GroupOp.Movement
 def _drop_tensor(ref:weakref.ref[Tensor]) -> None:
   all_tensors.pop(ref, None)
   _lazy_tensors.pop(ref, None)
 def _track(ref:weakref.ref[Tensor], u:UOp) -> None:
-  if u.op is not Ops.BUFFER and (u.op not in GroupOp.Movement or (s := u.src[0]).op is not Ops.BUFFER and s.base.op is not Ops.BUFFER):
+  if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT or (s := u.src[0]).op is not Ops.BUFFER and (s.op not in _MOVEMENT or
+                                                                                                       s.base.op is not Ops.BUFFER)):
     _lazy_tensors[ref] = None
   else: _lazy_tensors.pop(ref, None)
 

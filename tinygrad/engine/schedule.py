@@ -27,6 +27,10 @@ class _Plan:
   stand_ins: list[UOp] = field(default_factory=list)
   # the nodes of the becomes values that hang off a stand-in or an output, in topological order: rebuilt on the real buffers on each use
   rebuild: list[UOp] = field(default_factory=list)
+  # each item's Buffers as places in [the inputs' Buffers] + [the outputs' Buffers]; which outputs the becomes values name (those get a
+  # BUFFER UOp on each use, the others, buffers between kernels, only a Buffer)
+  item_slots: list[tuple[int, ...]] = field(default_factory=list)
+  named_outputs: list[bool] = field(default_factory=list)
 
 _plans: dict[tuple, _Plan] = {}
 plan_stats = {"hits": 0, "misses": 0}   # tests count these: a repeated graph must not reach the scheduler
@@ -105,20 +109,27 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
     plan.rebuild = [u for u in values if u in swapped and u.src and u.op is not Ops.SINK]
     # shapes and devices of what a hit makes anew are the plan's: worked out once here, copied onto the new nodes
     for u in plan.outputs + plan.rebuild: u._cached("_st", _compute_st), u._cached("_device", _compute_device)
+    slot = {b: i for i, b in enumerate(plan.stand_ins + plan.outputs)}
+    plan.item_slots = [tuple(slot[b] for b in bufs) for _, bufs, _ in plan.items]
+    named = {s for u in plan.rebuild for s in u.src} | {v for _, v in plan.becomes} | {ast.src[0] for ast, _, _ in plan.items if ast.op is Ops.COPY}
+    plan.named_outputs = [o in named for o in plan.outputs]
     if SCHEDULE_CACHE:
       if len(_plans) >= 512: del _plans[next(iter(_plans))]
       _plans[key] = plan
   else: plan_stats["hits"] += 1
   # the plan on real buffers: stand-ins become the inputs, the plan's outputs fresh buffers; becomes_map keys go back to the caller's graph
   real = dict(zip(plan.stand_ins, inputs))
-  made: dict[UOp, Buffer] = {}   # the outputs' Buffers, made here directly
-  for o in plan.outputs:
-    real[o] = u = UOp(Ops.BUFFER, o.dtype, (UOp(Ops.UNIQUE, arg=next(_unique_counter)), o.src[1]), o.arg)
-    (d := u.__dict__)["_st"], d["_device"] = (od := o.__dict__)["_st"], od["_device"]
-    if isinstance(dev := o.src[1].arg, str): buffers[u] = made[o] = Buffer(dev, o.arg, o.dtype)
+  slots = [u.__dict__.get("_buffer") or u.buffer for u in inputs]
+  for o, named in zip(plan.outputs, plan.named_outputs):
+    slots.append(b := Buffer(o.src[1].arg, o.arg, o.dtype))
+    if named:
+      real[o] = u = UOp(Ops.BUFFER, o.dtype, (UOp(Ops.UNIQUE, arg=next(_unique_counter)), o.src[1]), o.arg)
+      (d := u.__dict__)["_st"], d["_device"] = (od := o.__dict__)["_st"], od["_device"]
+      buffers[u] = b
   if DEBUG >= 3: print(f"scheduled {len(plan.items)} items")
-  schedule = [ScheduleItem(ast.substitute(real) if ast.op is Ops.COPY else ast, tuple(made[b] if b in made else real.get(b, b).buffer for b in bufs),
-                           var_vals=vv) for ast, bufs, vv in plan.items]
+  get = slots.__getitem__
+  schedule = [ScheduleItem(ast if ast.op is not Ops.COPY else ast.substitute(real), tuple(map(get, ix)), var_vals=vv)
+              for (ast, _, vv), ix in zip(plan.items, plan.item_slots)]
   for u in plan.rebuild:
     if u not in real:
       real[u] = n = UOp(u.op, u.dtype, tuple(real.get(s, s) for s in u.src), u.arg)
