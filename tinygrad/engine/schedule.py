@@ -56,7 +56,7 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
     elif not (src := u.src): pos[u] = p = ~len(entries); entries.append(u)
     else:
       if len(src) == 1: reads_buf = (p := visit(src[0])) >= 0; src_pos: tuple[int, ...] = (p,)
-      else: reads_buf = max(src_pos := tuple([visit(s) for s in src])) >= 0
+      else: reads_buf = max(src_pos := tuple(map(visit, src))) >= 0
       if reads_buf:
         # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement and reduce args have none)
         pos[u] = p = len(entries)
