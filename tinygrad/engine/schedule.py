@@ -111,8 +111,8 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
     for u in plan.outputs + plan.rebuild: u._cached("_st", _compute_st), u._cached("_device", _compute_device)
     slot = {b: i for i, b in enumerate(plan.stand_ins + plan.outputs)}
     plan.item_slots = [tuple(slot[b] for b in bufs) for _, bufs, _ in plan.items]
-    named = {s for u in plan.rebuild for s in u.src} | {v for _, v in plan.becomes} | {ast.src[0] for ast, _, _ in plan.items if ast.op is Ops.COPY}
-    plan.named_outputs = [o in named for o in plan.outputs]
+    names = {s for u in plan.rebuild for s in u.src} | {v for _, v in plan.becomes} | {ast.src[0] for ast, _, _ in plan.items if ast.op is Ops.COPY}
+    plan.named_outputs = [o in names for o in plan.outputs]
     if SCHEDULE_CACHE:
       if len(_plans) >= 512: del _plans[next(iter(_plans))]
       _plans[key] = plan
@@ -120,12 +120,12 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   # the plan on real buffers: stand-ins become the inputs, the plan's outputs fresh buffers; becomes_map keys go back to the caller's graph
   real = dict(zip(plan.stand_ins, inputs))
   slots = [u.__dict__.get("_buffer") or u.buffer for u in inputs]
-  for o, named in zip(plan.outputs, plan.named_outputs):
-    slots.append(b := Buffer(o.src[1].arg, o.arg, o.dtype))
-    if named:
+  for o, is_named in zip(plan.outputs, plan.named_outputs):
+    slots.append(b := Buffer(dev, o.arg, o.dtype) if isinstance(dev := o.src[1].arg, str) else None)   # (no Buffer on several devices)
+    if is_named or b is None:
       real[o] = u = UOp(Ops.BUFFER, o.dtype, (UOp(Ops.UNIQUE, arg=next(_unique_counter)), o.src[1]), o.arg)
       (d := u.__dict__)["_st"], d["_device"] = (od := o.__dict__)["_st"], od["_device"]
-      buffers[u] = b
+      if b is not None: buffers[u] = b
   if DEBUG >= 3: print(f"scheduled {len(plan.items)} items")
   get = slots.__getitem__
   schedule = [ScheduleItem(ast if ast.op is not Ops.COPY else ast.substitute(real), tuple(map(get, ix)), var_vals=vv)
