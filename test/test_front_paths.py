@@ -220,6 +220,48 @@ class TestStructureWalk(unittest.TestCase):
       self.assertIsNone(ref())
     finally: gc.enable()
 
+class TestLazyTensorRegistry(unittest.TestCase):
+  # a realize visits the tensors whose graphs are still to compute, never the realized ones (a model's weights)
+  def _lazy(self) -> set:
+    from tinygrad.tensor import _lazy_tensors
+    return {id(t) for r in _lazy_tensors if (t := r()) is not None}
+  def test_realized_weights_not_visited(self):
+    weights = [Tensor(np.full(4, i, np.float32)).realize() for i in range(50)]
+    x = Tensor(np.ones(4, np.float32)).realize()
+    y = x * 2 + weights[3]
+    self.assertTrue(not {id(w) for w in weights} & self._lazy() and id(y) in self._lazy())
+    y.realize()
+    self.assertNotIn(id(y), self._lazy())
+    np.testing.assert_equal(y.numpy(), np.full(4, 5, np.float32))
+    del y
+    self.assertTrue(all(id(w) not in self._lazy() for w in weights))
+  def test_lazy_graphs_read_what_a_realize_computed(self):
+    # z reads y: after y.realize(), z's graph reads y's buffer (y's kernel doesn't run again), and gives the same values
+    x = Tensor(np.arange(6, dtype=np.float32)).realize()
+    y = (x * 3).sum()
+    z = (x + y).exp2()
+    w = y.reshape(1)   # a view of the realized node
+    y.realize()
+    self.assertIn(y.uop.base, z.uop.toposort())
+    GlobalCounters.reset()
+    np.testing.assert_allclose(z.numpy(), np.exp2(np.arange(6) + 45.0), rtol=1e-6)
+    self.assertEqual(GlobalCounters.kernel_count, 1)
+    np.testing.assert_equal(w.numpy(), [45.0])
+  def test_assign_and_dead_tensors(self):
+    w = Tensor(np.zeros(4, np.float32)).realize()
+    w.assign(w + 1)
+    self.assertIn(id(w), self._lazy())
+    w.realize()
+    self.assertNotIn(id(w), self._lazy())
+    from tinygrad.tensor import _lazy_tensors
+    t = w * 5
+    ref = weakref.ref(t)
+    n = len(_lazy_tensors)
+    del t
+    self.assertIsNone(ref())
+    self.assertEqual(len(_lazy_tensors), n - 1)   # a dead tensor leaves the registry
+    np.testing.assert_equal(w.numpy(), np.ones(4, np.float32))
+
 class TestOpsEnum(unittest.TestCase):
   def test_members(self):
     self.assertIs(Ops(Ops.ADD.value), Ops.ADD)

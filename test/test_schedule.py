@@ -139,9 +139,15 @@ def test_assign_writes_into_buffer():
   np.testing.assert_equal(x.numpy(), np.ones((4, 4), dtype=np.float32))
 
 def test_split_reduce_large_sum():
-  x = Tensor(np.arange(1 << 18, dtype=np.float32) % 7)
-  assert kernels(x.sum()) == 2
-  np.testing.assert_allclose(x.sum().numpy(), (np.arange(1 << 18) % 7).sum(), rtol=1e-6)
+  # a big reduce to one value is split in two kernels where the first can run on several threads (or GPU workgroups); a CPU running
+  # one thread gets one kernel. Both give the exact sum
+  x = Tensor(np.arange(1 << 18, dtype=np.float32) % 7).realize()
+  for threads, n in ((2, 2), (1, 1)):
+    with Context(CPU_THREADS=threads):
+      assert kernels(x.sum()) == n
+      assert x.sum().item() == (np.arange(1 << 18) % 7).sum()
+  xp = x.to("PYTHON").realize()
+  with Context(CPU_THREADS=1): assert kernels(xp.sum()) == 2
 
 
 
@@ -397,3 +403,25 @@ def test_reading_a_scheduled_tensor_before_its_schedule_runs():
   with pytest.raises(RuntimeError, match="never filled"): t.numpy()
   run_schedule(sched)
   np.testing.assert_array_equal(t.numpy(), x.transpose(1, 0, 2))
+
+def test_cached_kernels_run_and_count_like_the_general_path(capsys):
+  # a kernel compiled before runs straight from the runner cache; the counters and results are those of the ExecItem path (DEBUG=2 takes it)
+  x = Tensor(np.arange(64, dtype=np.float32)).realize()
+  (x * 2 + 1).realize()
+  stats = []
+  for debug in (0, 2):
+    with Context(DEBUG=debug):
+      GlobalCounters.reset()
+      y = (x * 2 + 1).realize()
+      stats.append((GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem))
+    np.testing.assert_equal(y.numpy(), np.arange(64) * 2 + 1)
+  assert stats[0] == stats[1] and stats[0][0] == 1 and stats[0][1] > 0
+  assert "GFLOPS" in capsys.readouterr().out
+
+def test_cached_kernel_with_a_variable():
+  from tinygrad import Variable
+  x = Tensor(np.arange(32, dtype=np.float32)).realize()
+  v = Variable("n", 1, 32)
+  for n in (5, 9, 5, 17):
+    y = (x.shrink(((0, v.bind(n)),)) * 3).sum().realize()
+    assert y.item() == 3 * sum(range(n))

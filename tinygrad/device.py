@@ -1,5 +1,5 @@
 from __future__ import annotations
-import ctypes, ctypes.util, functools, importlib, os, pathlib
+import ctypes, ctypes.util, functools, importlib, mmap, os, pathlib
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -196,27 +196,37 @@ class Allocator(Generic[T]):
 
 class LRUAllocator(Allocator[T]):
   """Keeps freed buffers by (size, options) and hands them out again: device allocation is slow, reuse is fast."""
-  def __init__(self) -> None: self.cache: defaultdict[tuple[int, BufferSpec], list[T]] = defaultdict(list)
+  def __init__(self) -> None: self.cache: defaultdict[tuple[int, BufferSpec|None], list[T]] = defaultdict(list)
   def alloc(self, size:int, options:BufferSpec|None=None) -> T:
-    options = options if options is not None else _NO_SPEC
-    if options.external_ptr is None and (cached := self.cache.get((size, options))): return cached.pop()
+    # (plain buffers are kept under (size, None): a BufferSpec's hash is Python code, and this runs for every buffer a kernel writes)
+    if options is None or options is _NO_SPEC:
+      if (cached := self.cache.get((size, None))): return cached.pop()
+      options = _NO_SPEC
+    elif options.external_ptr is None and (cached := self.cache.get((size, options))): return cached.pop()
     try: return super().alloc(size, options)
     except MemoryError:
       self.free_cache()
       return super().alloc(size, options)
   def free_cache(self) -> None:
-    for (sz, options), opaques in self.cache.items():
+    for (sz, options), opaques in self.cache.items():   # (options None: a plain buffer)
       for opaque in opaques: super().free(opaque, sz, options)
       opaques.clear()
   def free(self, opaque:T, size:int, options:BufferSpec|None=None) -> None:
-    options = options if options is not None else _NO_SPEC
-    if LRU and not options.nolru and options.external_ptr is None: self.cache[(size, options)].append(opaque)
+    if (options is None or options is _NO_SPEC) and LRU: self.cache[(size, None)].append(opaque)
+    elif LRU and options is not None and not options.nolru and options.external_ptr is None: self.cache[(size, options)].append(opaque)
     else: super().free(opaque, size, options)
 
+_HUGE, _HUGE_OK = 2 << 20, hasattr(mmap, "MADV_HUGEPAGE")   # (Linux only)
 class _MallocAllocator(LRUAllocator[ctypes.Array]):
   """Host memory from ctypes, 64-byte aligned. The opaque handle is a ctypes array, which ctypes passes to C as a pointer."""
   def _alloc(self, size:int, options:BufferSpec) -> ctypes.Array:
     if options.external_ptr is not None: return (ctypes.c_uint8 * size).from_address(options.external_ptr)
+    if size >= _HUGE and _HUGE_OK:
+      # a big buffer: fresh pages (zero when first touched, not written here) on 2 MiB boundaries, asked to be huge pages, as numpy's
+      # are: a kernel streaming it misses the TLB 512x less often
+      mem = mmap.mmap(-1, size + _HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+      mem.madvise(mmap.MADV_HUGEPAGE)
+      return (ctypes.c_uint8 * size).from_buffer(mem, -ctypes.addressof(ctypes.c_uint8.from_buffer(mem)) % _HUGE)
     raw = (ctypes.c_uint8 * (size + 63))()
     # from_buffer keeps a reference to raw, so the owner lives as long as the aligned array
     return (ctypes.c_uint8 * size).from_buffer(raw, -ctypes.addressof(raw) % 64)

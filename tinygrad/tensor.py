@@ -22,9 +22,19 @@ class TypeError(RuntimeError, builtins.TypeError): pass  # noqa: A001
 class NotSupportedError(NotImplementedError, builtins.TypeError, builtins.ValueError): pass  # a dtype or mode the op lacks (torch's class)
 class EmptyReduceError(builtins.IndexError, ValueError): pass  # torch: IndexError naming a dim, RuntimeError without one
 
-# every live Tensor, so a realize can point all of them at the buffers it produced (weak: the registry never keeps a Tensor alive)
+# every live Tensor (weak: the registry never keeps a Tensor alive), and those of them whose UOp is a graph still to compute (not a buffer
+# or a view of one): a realize visits only these, not a model's weights
 all_tensors: dict[weakref.ref[Tensor], None] = {}
-def _drop_tensor(ref:weakref.ref[Tensor]) -> None: all_tensors.pop(ref, None)
+_lazy_tensors: dict[weakref.ref[Tensor], None] = {}
+_MOVEMENT = GroupOp.Movement
+def _drop_tensor(ref:weakref.ref[Tensor]) -> None:
+  all_tensors.pop(ref, None)
+  _lazy_tensors.pop(ref, None)
+def _track(ref:weakref.ref[Tensor], u:UOp) -> None:
+  if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT or (s := u.src[0]).op is not Ops.BUFFER and (s.op not in _MOVEMENT or
+                                                                                                       s.base.op is not Ops.BUFFER)):
+    _lazy_tensors[ref] = None
+  else: _lazy_tensors.pop(ref, None)
 
 # UOps of tensors that require grad (weak: a graph that dies drops out), and UOps known to reach none of them
 _K = TypeVar("_K")
@@ -107,11 +117,9 @@ def _with_grad_origins(root:UOp) -> UOp:
 
 def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) -> None:
   if not becomes_map: return
-  tensors = [t for ref in list(all_tensors) if (t := ref()) is not None]
-  if not tensors: return
   new_origins: dict[UOp, UOp] = {}
   if _grad_uops.data:
-    leaves = {t.uop for t in tensors if t.is_leaf and t.requires_grad}
+    leaves = {t.uop for ref in list(all_tensors) if (t := ref()) is not None and t.is_leaf and t.requires_grad}
     cut, floats = [], []
     for k, v in becomes_map.items():
       if k in leaves: continue
@@ -132,19 +140,18 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
     _grad_origin.update(new_origins)
     _grad_uops.update((v, None) for v in floats)   # results of float ops on them require grad (int ones only lead backward to zeros)
     _no_grad_uops.clear(); _no_path_uops.clear()
-  # one substitute over the sink of every live graph: shared subgraphs are rewritten once, untouched graphs come back as the same UOps.
-  # A tensor that is a view of a buffer holds no realized node: skipped, so a realize costs no walk over the model's weights;
-  # and a tensor that is a realized node itself (the usual case: the one realize() was called on) needs no walk either
+  # one substitute over the sink of every graph still to compute: shared subgraphs are rewritten once, untouched graphs come back as the
+  # same UOps; a tensor that is a realized node itself (the usual case: the one realize() was called on) needs no walk
   lazy = []
-  for t in tensors:
-    if (realized := becomes_map.get(u := t._uop)) is not None: t.uop = realized
-    elif u.op is not Ops.BUFFER and (u.op not in GroupOp.Movement or (s := u.src[0]).op is not Ops.BUFFER and s.base.op is not Ops.BUFFER):
-      lazy.append(t)
-  if not (tensors := lazy): return
-  old_sink = UOp.sink(*[t.uop for t in tensors])
+  for ref in list(_lazy_tensors):
+    if (t := ref()) is None: continue
+    if (realized := becomes_map.get(t._uop)) is not None: t.uop = realized
+    else: lazy.append(t)
+  if not lazy: return
+  old_sink = UOp.sink(*[t.uop for t in lazy])
   new_sink = old_sink.substitute(becomes_map)
   if new_sink is old_sink: return
-  for t, new_uop in zip(tensors, new_sink.src):
+  for t, new_uop in zip(lazy, new_sink.src):
     if new_uop is not t.uop: t.uop = new_uop
 
 # ***** numpy and python value conversion (numpy is imported only by the functions that take or return numpy arrays) *****
@@ -266,7 +273,7 @@ _OP_NAMES = {Ops.ADD: "add", Ops.MUL: "mul", Ops.MAX: "maximum", Ops.CMPLT: "com
 
 class Tensor(MathTrait, metaclass=_TensorMeta):
   """A lazy, multi-dimensional array. Operations build a UOp graph; `realize()`, `numpy()`, `tolist()` ... run it."""
-  __slots__ = ("_uop", "_requires_grad", "is_leaf", "grad", "__weakref__")
+  __slots__ = ("_uop", "_ref", "_requires_grad", "is_leaf", "grad", "__weakref__")
   training: ClassVar[bool] = False
   # numpy defers to our reflected operators (np.float32(2) * t) instead of turning the Tensor into an object array
   __array_ufunc__ = None
@@ -308,10 +315,12 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if _TensorMeta._no_grad: uop = uop.detach()
       else: self._requires_grad, self.is_leaf = True, False
     self._uop = uop
+    self._ref = ref = weakref.ref(self, _drop_tensor)
+    all_tensors[ref] = None
+    _track(ref, uop)
     if requires_grad: self.requires_grad = True
     elif self._requires_grad: _grad_uops[uop] = None
     self.grad: Tensor|None = None  # autograd fills this in
-    all_tensors[weakref.ref(self, _drop_tensor)] = None
 
   # ***** properties *****
 
@@ -320,6 +329,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   @uop.setter
   def uop(self, uop:UOp) -> None:
     self._uop = uop
+    _track(self._ref, uop)
     if self._requires_grad: _grad_uops[uop] = None
   @property
   def requires_grad(self) -> bool|None: return self._requires_grad
@@ -332,6 +342,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       # would then look like it requires grad too. So it is written into a new buffer of its own (lazily, at the first realize).
       if isinstance(dev := self.device, str) and all_int(self.shape) and not any(u.op is Ops.BUFFER for u in self._uop.toposort()):
         self._uop = UOp.new_buffer(dev, prod(self.shape), self.dtype).reshape(self.shape).assign(self._uop)  # type: ignore[arg-type]
+        _track(self._ref, self._uop)
       _grad_uops[self._uop] = None
       _no_grad_uops.clear()
       _no_path_uops.clear()

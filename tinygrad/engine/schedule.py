@@ -5,7 +5,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _PLAIN_ARG, _unique_counter, buffers, _compute_st, _compute_device
 from tinygrad.device import Buffer
-from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE, PACKED_DOT_MIN, PACKED_CONV_MIN
+from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE, PACKED_DOT_MIN, PACKED_CONV_MIN, CPU_THREADS
 from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN, EXPENSIVE_EXPAND, ROW_FUSE
 from tinygrad.schedule.kernelize import KernelBuilder
 from tinygrad.schedule.packing import pack_operands, relayout_only_copies, merge_relayout_copies
@@ -27,6 +27,10 @@ class _Plan:
   stand_ins: list[UOp] = field(default_factory=list)
   # the nodes of the becomes values that hang off a stand-in or an output, in topological order: rebuilt on the real buffers on each use
   rebuild: list[UOp] = field(default_factory=list)
+  # each item's Buffers as places in [the inputs' Buffers] + [the outputs' Buffers]; which outputs the becomes values name (those get a
+  # BUFFER UOp on each use, the others, buffers between kernels, only a Buffer)
+  item_slots: list[tuple[int, ...]] = field(default_factory=list)
+  named_outputs: list[bool] = field(default_factory=list)
 
 _plans: dict[tuple, _Plan] = {}
 plan_stats = {"hits": 0, "misses": 0}   # tests count these: a repeated graph must not reach the scheduler
@@ -52,7 +56,7 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
     elif not (src := u.src): pos[u] = p = ~len(entries); entries.append(u)
     else:
       if len(src) == 1: reads_buf = (p := visit(src[0])) >= 0; src_pos: tuple[int, ...] = (p,)
-      else: reads_buf = max(src_pos := tuple([visit(s) for s in src])) >= 0
+      else: reads_buf = max(src_pos := tuple(map(visit, src))) >= 0
       if reads_buf:
         # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement and reduce args have none)
         pos[u] = p = len(entries)
@@ -89,7 +93,7 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   no real buffer: a hit gets fresh output buffers."""
   nodes, inputs, structure = _structure(sink)
   key = (structure, SPLIT_REDUCEOPS.value, SPLIT_REDUCE_MIN.value, PACKED_DOT_MIN.value, PACKED_CONV_MIN.value, EXPENSIVE_EXPAND.value,
-         ROW_FUSE.value)
+         ROW_FUSE.value, CPU_THREADS.value)
   if not SCHEDULE_CACHE or (plan := _plans.get(key)) is None:
     plan_stats["misses"] += 1
     # the scheduler runs on the graph with stand-ins for its inputs (nodes come in topological order)
@@ -105,20 +109,27 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
     plan.rebuild = [u for u in values if u in swapped and u.src and u.op is not Ops.SINK]
     # shapes and devices of what a hit makes anew are the plan's: worked out once here, copied onto the new nodes
     for u in plan.outputs + plan.rebuild: u._cached("_st", _compute_st), u._cached("_device", _compute_device)
+    slot = {b: i for i, b in enumerate(plan.stand_ins + plan.outputs)}
+    plan.item_slots = [tuple(slot[b] for b in bufs) for _, bufs, _ in plan.items]
+    names = {s for u in plan.rebuild for s in u.src} | {v for _, v in plan.becomes} | {ast.src[0] for ast, _, _ in plan.items if ast.op is Ops.COPY}
+    plan.named_outputs = [o in names for o in plan.outputs]
     if SCHEDULE_CACHE:
       if len(_plans) >= 512: del _plans[next(iter(_plans))]
       _plans[key] = plan
   else: plan_stats["hits"] += 1
   # the plan on real buffers: stand-ins become the inputs, the plan's outputs fresh buffers; becomes_map keys go back to the caller's graph
   real = dict(zip(plan.stand_ins, inputs))
-  made: dict[UOp, Buffer] = {}   # the outputs' Buffers, made here directly
-  for o in plan.outputs:
-    real[o] = u = UOp(Ops.BUFFER, o.dtype, (UOp(Ops.UNIQUE, arg=next(_unique_counter)), o.src[1]), o.arg)
-    (d := u.__dict__)["_st"], d["_device"] = (od := o.__dict__)["_st"], od["_device"]
-    if isinstance(dev := o.src[1].arg, str): buffers[u] = made[o] = Buffer(dev, o.arg, o.dtype)
+  slots = [u.__dict__.get("_buffer") or u.buffer for u in inputs]
+  for o, is_named in zip(plan.outputs, plan.named_outputs):
+    slots.append(b := Buffer(dev, o.arg, o.dtype) if isinstance(dev := o.src[1].arg, str) else None)   # (no Buffer on several devices)
+    if is_named or b is None:
+      real[o] = u = UOp(Ops.BUFFER, o.dtype, (UOp(Ops.UNIQUE, arg=next(_unique_counter)), o.src[1]), o.arg)
+      (d := u.__dict__)["_st"], d["_device"] = (od := o.__dict__)["_st"], od["_device"]
+      if b is not None: buffers[u] = b
   if DEBUG >= 3: print(f"scheduled {len(plan.items)} items")
-  schedule = [ScheduleItem(ast.substitute(real) if ast.op is Ops.COPY else ast, tuple(made[b] if b in made else real.get(b, b).buffer for b in bufs),
-                           var_vals=vv) for ast, bufs, vv in plan.items]
+  get = slots.__getitem__
+  schedule = [ScheduleItem(ast if ast.op is not Ops.COPY else ast.substitute(real), tuple(map(get, ix)), var_vals=vv)
+              for (ast, _, vv), ix in zip(plan.items, plan.item_slots)]
   for u in plan.rebuild:
     if u not in real:
       real[u] = n = UOp(u.op, u.dtype, tuple(real.get(s, s) for s in u.src), u.arg)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Container
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, ZERO_FORWARD
-from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS
+from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS, CPU_THREADS
 from tinygrad.device import Device
 
 SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
@@ -17,11 +17,16 @@ def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
   if x.base.op is Ops.BUFFER and x.st is not None and x.st.contiguous and x.size == x.base.size: return x.base.reshape(x.shape)
   return None
 
+def _one_host_thread(u:UOp) -> bool:
+  # a CPU that runs a kernel on one thread gains nothing from the split: one kernel with vector accumulators reads the input as fast
+  try: return isinstance(u.device, str) and (rd := Device[u.device].renderer).has_threads and (CPU_THREADS.value or rd.machine.cores) == 1
+  except Exception: return False
+
 def split_reduceop(ctx:set[UOp]|None, r:UOp) -> UOp|None:
   # a big reduce with few outputs becomes two: the first has enough outputs to use every core and unroll, the second is small
   x = r.src[0]
   if not SPLIT_REDUCEOPS or ctx is None or r in ctx or not all_int(x.shape) or prod(r.shape) > 1024: return None
-  if prod(x.shape) // max(prod(r.shape), 1) < SPLIT_REDUCE_MIN.value: return None
+  if prod(x.shape) // max(prod(r.shape), 1) < SPLIT_REDUCE_MIN.value or _one_host_thread(r): return None
   for a in r.axis_arg:
     if (split := next((s for s in (256, 128, 64, 32, 16) if x.shape[a] % s == 0 and x.shape[a] // s >= 256), None)) is None: continue
     xs = x.reshape(x.shape[:a] + (split, x.shape[a]//split) + x.shape[a+1:])

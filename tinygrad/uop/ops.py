@@ -242,7 +242,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def assign(self, x:UOp) -> UOp: return UOp(Ops.ASSIGN, self.dtype, (self, x))
   def r(self, op:Ops, axis:tuple[int, ...]) -> UOp:
     shape = self.shape
-    axis = tuple(sorted([a for a in axis if not (isinstance(s := shape[a], int) and s == 1) and resolve(s != 1)]))
+    axis = tuple(sorted([a for a in axis if (type(s := shape[a]) is int and s != 1) or (type(s) is not int and resolve(s != 1))]))
     return self if not axis else UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, axis))
   def view(self, st) -> UOp: return UOp(Ops.VIEW, self.dtype, (self,), st)
   def valid(self, st) -> UOp: return UOp(Ops.VALID, dtypes.bool, (st.to_uop(),))
