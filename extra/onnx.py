@@ -4,13 +4,15 @@ Each ONNX operator maps onto Tensor ops in a function named after it (ops in ext
 graph's value infos. Values are Tensors, Python lists (sequences), None (missing optionals) or numpy object arrays (string tensors).
 """
 from __future__ import annotations
-import contextlib, dataclasses, inspect, pathlib, time
+import contextlib, dataclasses, inspect, pathlib, sys, time
 from collections import ChainMap
 from typing import Any, Callable
-from tinygrad import Tensor, TinyJit, dtypes
+from tinygrad import Tensor, TinyJit, UOp, dtypes
+from tinygrad.uop.ops import buffers
+from tinygrad.tensor import _to_np_dtype
 from tinygrad.helpers import JIT
 from tinygrad.engine.realize import BufferCopy, JitError, capturing
-from tinygrad.device import is_dtype_supported
+from tinygrad.device import Buffer, is_dtype_supported
 from tinygrad.dtype import DType
 from extra.onnx_parser import (onnx_load, onnx_load_message, OnnxParser, ModelProto, GraphProto, NodeProto, OnnxTensor, AttributeProto,
                                AttributeType, ValueInfoProto, SparseTensorProto, TypeProto, onnx_dtype, DATA_TYPE_NAMES, TensorDataType,
@@ -94,6 +96,8 @@ class OnnxRunner:
     # MAX_JITS signatures used last keep their captures.
     self.jit = jit and not any(_is_random(n) for n in _all_nodes(self.graph, self.model.functions))
     self._jits: dict[tuple, TinyJit|None] = {}
+    self._handouts: dict[tuple, dict[str, _Handout]] = {}   # signature -> its capture's outputs as callers get them
+    self._numpy_replays: dict[tuple, tuple[tuple, dict[str, Tensor], list[Buffer]]] = {}   # numpy inputs' signature -> (signature, own inputs)
 
   def _add_constant(self, name: str, value: Any):
     if isinstance(value, Tensor): value.realize()
@@ -193,6 +197,8 @@ class OnnxRunner:
 
   def __call__(self, inputs: dict[str, Any], debug: int = 0) -> dict[str, Any]:
     self.debug = debug
+    use_jit = self.jit and JIT and not debug and not capturing
+    if use_jit and (fast := self._numpy_replays.get(_numpy_key(inputs))) is not None: return self._replay_numpy(inputs, *fast)
     unknown = set(inputs) - {vi.name for vi in self.graph.input}
     if unknown: raise KeyError(f"unknown inputs {sorted(unknown)}; the model's inputs are {[vi.name for vi in self.inputs]}")
     values: dict[str, Any] = dict(self.initializers)
@@ -202,18 +208,54 @@ class OnnxRunner:
         if _value_kind(vi.type) == "optional": values[vi.name] = None
         else: raise KeyError(f"missing input {vi.name!r} (shape {vi.shape}); the model's inputs are {[v.name for v in self.inputs]}")
     feed = {vi.name: values[vi.name] for vi in self.graph.input if vi.name in inputs}
-    if self.jit and JIT and not debug and not capturing and all(isinstance(v, Tensor) or v is None for v in feed.values()):
+    if use_jit and all(isinstance(v, Tensor) or v is None for v in feed.values()):
       key = tuple((n, v.shape, v.dtype, v.device) if isinstance(v, Tensor) else (n, None) for n, v in feed.items())
       if key not in self._jits:
         # each capture holds its buffers: the signatures used longest ago are forgotten (inputs of ever new shapes don't pile up)
-        while len(self._jits) >= MAX_JITS: self._jits.pop(next(iter(self._jits)))
+        while len(self._jits) >= MAX_JITS: self._forget(next(iter(self._jits)))
         rest = {n: v for n, v in values.items() if n not in feed}   # weights, defaults and missing optionals: the same every call
         self._jits[key] = TinyJit(lambda feed: self._run({**rest, **feed}))
       self._jits[key] = jit = self._jits.pop(key)   # most recently used last
       if jit is not None:
-        try: return {n: _own_copy(v) for n, v in jit(feed).items()}   # the next replay overwrites the jit's outputs
+        try: ret = self._replay(key, jit, feed)
         except JitError: self._jits[key] = None   # reads tensor data, or returns an input: eager for these shapes
+        else:
+          # numpy inputs of this signature from now on: copied straight into input buffers of the runner's, no checks or graphs
+          if jit.cnt >= 2 and (npkey := _numpy_key(inputs)) is not None and all(_to_np_dtype(feed[n].dtype) == a.dtype for n, a in inputs.items()):
+            own = {n: _empty_like(v) for n, v in feed.items()}
+            self._numpy_replays[npkey] = (key, own, [own[n].uop.base.buffer for n in inputs])
+          return ret
     return self._run(values)
+
+  def _replay(self, key: tuple, jit: TinyJit, feed: dict[str, Any]) -> dict[str, Any]:
+    # an output of this capture's last call that is still held gets a copy of its own before the replay overwrites its buffer
+    handouts = self._handouts.setdefault(key, {})
+    for name, h in list(handouts.items()):
+      if h.held(): handouts.pop(name).detach()
+    ret = jit(feed)
+    if jit.cnt < 2: return ret   # the first call ran eagerly: its outputs are its own
+    out = {}
+    for name, v in ret.items():
+      if (h := handouts.get(name)) is None or h.src is not v:
+        if not isinstance(v, Tensor) or v._plain_buffer() is None:   # a view of a buffer, a sequence: copied
+          out[name] = [x.clone().realize() for x in v] if isinstance(v, list) else v.clone().realize() if isinstance(v, Tensor) else v
+          continue
+        handouts[name] = h = _Handout(v)
+      out[name] = h.tensor
+    return out
+
+  def _replay_numpy(self, inputs: dict[str, Any], key: tuple, feed: dict[str, Tensor], bufs: list[Buffer]) -> dict[str, Any]:
+    # a signature replayed before with numpy inputs of these names, shapes and dtypes: the checks passed then, and pass now
+    for arr, buf in zip(inputs.values(), bufs): buf.copyin(memoryview(arr.reshape(-1)))   # a copy only if not contiguous
+    self._jits[key] = jit = self._jits.pop(key)
+    assert jit is not None
+    return self._replay(key, jit, feed)
+
+  def _forget(self, key: tuple):
+    # a forgotten capture never runs again: the outputs it handed out keep its buffers as they are
+    self._jits.pop(key)
+    self._handouts.pop(key, None)
+    self._numpy_replays = {k: v for k, v in self._numpy_replays.items() if v[0] != key}
 
   def _run(self, values: dict[str, Any]) -> dict[str, Any]:
     self.node_count = 0
@@ -301,13 +343,39 @@ class OnnxRunner:
     self.run_graph(graph, env)
     return [env[o.name] for o in graph.output]
 
-def _own_copy(v: Any) -> Any:
-  if isinstance(v, list): return [_own_copy(x) for x in v]
-  if not isinstance(v, Tensor) or v.numel() == 0: return v
-  if (src := v._plain_buffer()) is None: return v.clone().realize()
-  out = Tensor.empty(*v.shape, dtype=v.dtype, device=v.device)
-  BufferCopy(src.buffer.nbytes, out.device, v.device).copy(out.uop.base.buffer.allocate(), src.buffer)
+def _numpy_key(inputs: dict[str, Any]) -> tuple|None:
+  """The names, shapes and dtypes of inputs that are all numpy arrays (of numbers), else None."""
+  key = []
+  for n, v in inputs.items():
+    if type(v).__name__ != "ndarray" or v.dtype.hasobject or v.dtype.kind in "USV" or v.size == 0: return None
+    key.append((n, v.shape, v.dtype))
+  return tuple(key)
+
+def _empty_like(t: Tensor) -> Tensor:
+  out = Tensor.empty(*t.shape, dtype=t.dtype, device=t.device)
+  out.uop.base.buffer.allocate()
   return out
+
+class _Handout:
+  """An output of a capture as callers get it: the same Tensor every call, on a buffer UOp of its own over the capture's output buffer, so
+  no copy is made. The next replay overwrites that buffer: if the caller still holds the Tensor or anything built from it, which Python's
+  reference counts of the Tensor, its UOp and the buffer UOp show (they are above those of this object's own), that buffer UOp gets a
+  copy first (detach) and the call after hands out a new Tensor. runner(x)["y"].numpy() keeps nothing: no copy ever."""
+  def __init__(self, src: Tensor):
+    self.src, plain = src, src._plain_buffer()
+    assert plain is not None
+    self.buf = plain.buffer
+    self.alias = UOp.new_buffer(self.buf.device, self.buf.size, self.buf.dtype)
+    buffers[self.alias] = self.buf
+    self.tensor = Tensor(self.alias.reshape(src.shape) if src.shape != (self.buf.size,) else self.alias)
+    self.uop = self.tensor.uop
+    self.refs = self._refs()
+  def _refs(self) -> tuple[int, int, int]: return sys.getrefcount(self.tensor), sys.getrefcount(self.uop), sys.getrefcount(self.alias)
+  def held(self) -> bool: return self._refs() != self.refs
+  def detach(self):
+    copy = Buffer(self.buf.device, self.buf.size, self.buf.dtype).allocate()
+    BufferCopy(self.buf.nbytes, copy.device, self.buf.device).copy(copy, self.buf)
+    buffers[self.alias] = copy
 
 def _all_nodes(graph: GraphProto, functions: list) -> list[NodeProto]:
   """The graph's nodes, with those of its subgraphs and local functions."""

@@ -99,6 +99,44 @@ def test_repeated_calls_replay_and_keep_their_outputs():
   r_eager({"x": xs[0]}), r_eager({"x": xs[1]})
   assert r_eager._jits == {}
 
+def test_replayed_outputs_are_not_copied_unless_held():
+  # a replay hands out the capture's output buffer itself; the next replay overwrites it only if nothing holds the last call's output
+  r, w = _matmul_relu_runner()
+  xs = [np.random.default_rng(i).standard_normal((2, 4)).astype(np.float32) for i in range(8)]
+  def ref(x): return np.maximum(x @ w, 0)
+  for x in xs[:3]: np.testing.assert_allclose(r({"x": x})["y"].numpy(), ref(x), rtol=1e-5, atol=1e-6)
+  first = id(r({"x": xs[3]})["y"])
+  assert id(r({"x": xs[4]})["y"]) == first   # nothing held the last one: the same Tensor again, no copy made
+  held = r({"x": xs[5]})["y"]
+  lazy = held * 2 + 1   # a graph built from an output, not yet run
+  sliced = held[1:]
+  again = r({"x": xs[6]})["y"]
+  assert again is not held
+  np.testing.assert_allclose(held.numpy(), ref(xs[5]), rtol=1e-5, atol=1e-6)   # kept its values
+  np.testing.assert_allclose(lazy.numpy(), ref(xs[5]) * 2 + 1, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(sliced.numpy(), ref(xs[5])[1:], rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(again.numpy(), ref(xs[6]), rtol=1e-5, atol=1e-6)
+  # an output fed back as the next call's input (a Tensor, the slow path) is read before the replay overwrites anything
+  sq = OnnxRunner(_model([helper.make_node("Mul", ["x", "x"], ["y"])], [_vi("x", [3])], [_vi("y", [3])]))
+  v = Tensor(np.array([1.0, 2.0, 3.0], np.float32))
+  for _ in range(4): v = sq({"x": v})["y"]
+  np.testing.assert_allclose(v.numpy(), np.array([1.0, 2.0, 3.0]) ** 16, rtol=1e-6)
+
+def test_numpy_inputs_replay_without_checks_or_graphs():
+  # numpy inputs of a signature replayed before are copied straight into the capture's inputs: any order, layout, bool, 0-d
+  m = _model([helper.make_node("Where", ["c", "a", "b"], ["w"]), helper.make_node("Mul", ["w", "s"], ["y"])],
+             [_vi("c", [2, 3], TensorProto.BOOL), _vi("a", [2, 3]), _vi("b", [2, 3]), _vi("s", [])], [_vi("y", [2, 3])])
+  r, rng = OnnxRunner(m), np.random.default_rng(0)
+  for i in range(6):
+    c, a, b = rng.standard_normal((2, 3)) > 0, rng.standard_normal((3, 2)).astype(np.float32).T, rng.standard_normal((2, 3)).astype(np.float32)
+    sc = np.array(i, np.float32)
+    feed = {"c": c, "a": a, "b": b, "s": sc} if i % 2 else {"s": sc, "b": b, "a": a, "c": c}
+    r.node_count = 0
+    np.testing.assert_allclose(r(feed)["y"].numpy(), np.where(c, a, b) * i, rtol=1e-6)
+    if i >= 4: assert r.node_count == 0 and len(r._numpy_replays) == 2   # both orders replay, no node ran
+  with pytest.raises(RuntimeError, match="dim 1 must be 3"): r({"c": c[:, :2], "a": a[:, :2], "b": b[:, :2], "s": sc})   # still checked
+  with pytest.raises(TypeError, match="dtype"): r({"c": c, "a": a.astype(np.float64), "b": b, "s": sc})
+
 def test_data_dependent_and_random_models_run_eagerly():
   # NonZero's output shape depends on the data: the capture fails and the runner stays eager, with the right answers every call
   r = OnnxRunner(_model([helper.make_node("NonZero", ["x"], ["y"])], [_vi("x", [6])], [_vi("y", None, TensorProto.INT64)]))
