@@ -93,12 +93,38 @@ def limit_buffers(topo:list[UOp], realizes:dict[UOp, None]) -> None:
     reads[u] = {s if s in realizes or s.op is Ops.BUFFER else s.base for s in u.src}
   # (a node in realizes is its own kernel's output: its readers count it as one buffer)
 
+def epilogue_end(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp], order:dict[UOp, int]) -> UOp:
+  """The node to store for a reduce that is read through views: the last of the elementwise ops that alone read it (a conv's bias, residual
+  add and relu), so the reduce's kernel computes them once as its epilogue instead of every reader again from the stored sums. It is
+  the one node of that region read from outside it; the region takes a node once its sources that depend on r are all in it."""
+  def independent(s:UOp) -> bool:   # s doesn't read r (a node before r in topological order can't)
+    stack, seen = [s], set()
+    while stack:
+      if (x := stack.pop()) is r or x in region: return False
+      if x not in seen and order.get(x, -1) > order[r]: stack.extend(x.src)
+      seen.add(x)
+    return True
+  def fuses(c:UOp, u:UOp) -> bool:   # elementwise (not a widening cast, stored bigger) or a reshape, not a kernel output already
+    return c not in realizes and (c.op in GroupOp.ALU or c.op is Ops.RESHAPE or c.op is Ops.CAST and c.dtype.itemsize <= u.dtype.itemsize)
+  region, end, grew = {r}, r, True
+  while grew:
+    grew = False
+    for u in list(region):
+      for c in children.get(u, []):
+        if c in region: continue
+        if not fuses(c, u): return end
+        if all(s in region or independent(s) for s in c.src): region, grew = region | {c}, True
+    pending = [u for u in region if any(c not in region for c in children.get(u, []))]
+    if len(pending) == 1 and pending[0].op is not Ops.RESHAPE: end = pending[0]
+  return end
+
 def needs_kernel(u:UOp) -> bool: return not is_leaf(u.base) and u.base.op not in (Ops.SINK,)
 
 def group_realizes(sink:UOp) -> dict[UOp, None]:
   """The nodes of the tensor graph under sink that become buffers (kernel outputs), in topological order."""
   realizes: dict[UOp, None] = {}
   topo = list(sink.toposort())
+  order = {u: i for i, u in enumerate(topo)}
   children: dict[UOp, list[UOp]] = {}
   for u in topo:
     for s in u.src: children.setdefault(s, []).append(u)
@@ -140,10 +166,12 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
       for c in children.get(x, []):
         if c in seen: continue
         seen.add(c)
-        if c.op in GroupOp.Movement and c.op is not Ops.RESHAPE: realizes[r] = None
-        elif c.op in GroupOp.Movement or c.op in GroupOp.ALU or c.op in (Ops.CAST, Ops.BITCAST):
+        if c.op in GroupOp.Movement and c.op is not Ops.RESHAPE or c.op is Ops.REDUCE_AXIS:
+          realizes[epilogue_end(r, children, realizes, order)] = None
+          stack.clear()
+          break
+        if c.op in GroupOp.Movement or c.op in GroupOp.ALU or c.op in (Ops.CAST, Ops.BITCAST):
           if c not in realizes: stack.append(c)
-        elif c.op is Ops.REDUCE_AXIS: realizes[r] = None
   # an elementwise value with transcendentals (gelu, softmax's exp) read through an expand would be recomputed for every copy (each
   # output column of a matmul): computed once into its own buffer, it costs a kernel and a read per copy. Values under 1024 elements
   # (per-channel statistics) are cheap to recompute, and the compiler hoists them out of the loops
@@ -171,7 +199,6 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
             realizes[x] = None
             changed = True
     if not changed: break
-  order = {u: i for i, u in enumerate(topo)}
   return dict.fromkeys(sorted(realizes, key=lambda u: order.get(u, -1)))
 
 def kernel_body(start:UOp, realizes:Container[UOp]) -> list[UOp]:
