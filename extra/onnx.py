@@ -97,7 +97,7 @@ class OnnxRunner:
     self.jit = jit and not any(_is_random(n) for n in _all_nodes(self.graph, self.model.functions))
     self._jits: dict[tuple, TinyJit|None] = {}
     self._handouts: dict[tuple, dict[str, _Handout]] = {}   # signature -> its capture's outputs as callers get them
-    self._numpy_replays: dict[tuple, tuple[tuple, dict[str, Tensor], list[Buffer]]] = {}   # numpy inputs' signature -> (signature, own inputs)
+    self._numpy_replays: dict[tuple, tuple[tuple, list[Buffer], tuple]] = {}   # numpy inputs' signature -> (signature, own inputs, prepared)
 
   def _add_constant(self, name: str, value: Any):
     if isinstance(value, Tensor): value.realize()
@@ -223,16 +223,17 @@ class OnnxRunner:
           # numpy inputs of this signature from now on: copied straight into input buffers of the runner's, no checks or graphs
           if jit.cnt >= 2 and (npkey := _numpy_key(inputs)) is not None and all(_to_np_dtype(feed[n].dtype) == a.dtype for n, a in inputs.items()):
             own = {n: _empty_like(v) for n, v in feed.items()}
-            self._numpy_replays[npkey] = (key, own, [own[n].uop.base.buffer for n in inputs])
+            # the runner's own input tensors never change buffers: TinyJit's look at the arguments (signature, buffers) is made once
+            self._numpy_replays[npkey] = (key, [own[n].uop.base.buffer for n in inputs], jit._prepare((own,), {}))
           return ret
     return self._run(values)
 
-  def _replay(self, key: tuple, jit: TinyJit, feed: dict[str, Any]) -> dict[str, Any]:
+  def _replay(self, key: tuple, jit: TinyJit, feed: dict[str, Any]|None, prepared: tuple|None = None) -> dict[str, Any]:
     # an output of this capture's last call that is still held gets a copy of its own before the replay overwrites its buffer
     handouts = self._handouts.setdefault(key, {})
     for name, h in list(handouts.items()):
       if h.held(): handouts.pop(name).detach()
-    ret = jit(feed)
+    ret = jit._replay(*prepared) if prepared is not None else jit(feed)
     if jit.cnt < 2: return ret   # the first call ran eagerly: its outputs are its own
     out = {}
     for name, v in ret.items():
@@ -244,12 +245,12 @@ class OnnxRunner:
       out[name] = h.tensor
     return out
 
-  def _replay_numpy(self, inputs: dict[str, Any], key: tuple, feed: dict[str, Tensor], bufs: list[Buffer]) -> dict[str, Any]:
+  def _replay_numpy(self, inputs: dict[str, Any], key: tuple, bufs: list[Buffer], prepared: tuple) -> dict[str, Any]:
     # a signature replayed before with numpy inputs of these names, shapes and dtypes: the checks passed then, and pass now
     for arr, buf in zip(inputs.values(), bufs): buf.copyin(memoryview(arr.reshape(-1)))   # a copy only if not contiguous
     self._jits[key] = jit = self._jits.pop(key)
     assert jit is not None
-    return self._replay(key, jit, feed)
+    return self._replay(key, jit, None, prepared)
 
   def _forget(self, key: tuple):
     # a forgotten capture never runs again: the outputs it handed out keep its buffers as they are
