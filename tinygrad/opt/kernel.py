@@ -193,8 +193,8 @@ class Kernel:
       self._split(axis, amt)
       self._permute(list(range(first)) + [axis] + [i for i in range(first, self.shape_len) if i != axis])
     elif opt.op is OptOps.PREFETCH:
-      # a hint, no change of shape: the reduce's loads of buffer arg also prefetch what they will read one step of their innermost global
-      # loop ahead (the next weight panel, fetched while the loops inside reuse this one; codegen/__init__.py add_prefetches)
+      # a hint, no change of shape: the reduce's loads of buffer arg also prefetch what they will read at the next step of the global loops
+      # they walk (the next weight panel, fetched while the loops inside reuse this one; codegen/__init__.py add_prefetches)
       check(self.opts.supports_prefetch, opt, f"{self.opts.device} renders no prefetch")
       check(isinstance(buf := opt.arg, int) and buf in {u.src[0].arg for u in self.ast.toposort() if u.op is Ops.LOAD}, opt,
             f"the kernel loads no buffer {opt.arg}")
