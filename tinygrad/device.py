@@ -224,7 +224,8 @@ class _MallocAllocator(LRUAllocator[ctypes.Array]):
     if size >= _HUGE and _HUGE_OK:
       # a big buffer: fresh pages (zero when first touched, not written here) on 2 MiB boundaries, asked to be huge pages, as numpy's
       # are: a kernel streaming it misses the TLB 512x less often
-      mem = mmap.mmap(-1, size + _HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+      try: mem = mmap.mmap(-1, size + _HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+      except OSError as e: raise MemoryError(f"can't map {size} bytes: {e}") from e   # (the LRU cache frees what it keeps and tries again)
       mem.madvise(mmap.MADV_HUGEPAGE)
       return (ctypes.c_uint8 * size).from_buffer(mem, -ctypes.addressof(ctypes.c_uint8.from_buffer(mem)) % _HUGE)
     raw = (ctypes.c_uint8 * (size + 63))()
