@@ -341,6 +341,19 @@ def test_softmax_row_kernel_computes_exp_once(shape):
                              rtol=1e-12, atol=1e-15)
   assert _exps_and_stores(Tensor(xn).log_softmax(-1)) == [(1, 1)]
 
+def test_softmax_row_kernel_keeps_its_row_in_one_thread():
+  # the exps stored in the sum's loop are scaled by the output's loop: splitting the output's row across threads, or looping over blocks of it
+  # around the row's passes, would scale some of them twice or not at all, so those opts are refused there (and allowed on the rows)
+  from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError
+  for shape, row_axis in (((1, 64), 0), ((4, 48), 1)):
+    k = Kernel(Tensor.ones(*shape).contiguous().softmax(-1).schedule()[-1].ast, Device["CPU"].renderer)
+    assert k.reread_axes() == {row_axis}
+    for opt in (Opt(OptOps.THREAD, row_axis, 2), Opt(OptOps.BLOCK, row_axis, 2), Opt(OptOps.SWAP, 0, 1)):
+      if opt.op is OptOps.THREAD and row_axis != 0: continue
+      with pytest.raises(KernelOptError): k.copy().apply_opt(opt)
+  k.copy().apply_opt(Opt(OptOps.THREAD, 0, 2))
+  assert Kernel(Tensor.ones(4, 48).contiguous().log_softmax(-1).schedule()[-1].ast, Device["CPU"].renderer).reread_axes() == set()
+
 def test_softmax_row_kernel_edge_rows():
   import torch
   xn = np.random.default_rng(8).standard_normal((6, 24)).astype(np.float32)
