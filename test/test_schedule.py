@@ -402,6 +402,19 @@ def test_cross_entropy_is_a_row_kernel_with_vector_reduces(ignore_index):
   ref = torch.nn.functional.cross_entropy(torch.from_numpy(xn), torch.from_numpy(yn).long(), ignore_index=ignore_index)
   np.testing.assert_allclose(x.cross_entropy(y, ignore_index=ignore_index).numpy(), ref.numpy(), rtol=1e-5)
 
+def test_loss_class_ids_built_once():
+  # a loss's class indices (an arange: many tensor ops of Python) are built once per (classes, device, dtype) and reused every step
+  import torch
+  from tinygrad.tensor import _class_ids
+  rng = np.random.default_rng(11)
+  for n, ydt in ((7, np.int32), (7, np.int64), (12, np.int32)):
+    xn, yn = rng.standard_normal((5, n)).astype(np.float32), rng.integers(0, n, 5).astype(ydt)
+    for _ in range(2):
+      got = Tensor(xn).cross_entropy(Tensor(yn)).numpy()
+      np.testing.assert_allclose(got, torch.nn.functional.cross_entropy(torch.from_numpy(xn), torch.from_numpy(yn).long()).numpy(), rtol=1e-5)
+  assert _class_ids(7, "CPU", Tensor(np.zeros(1, np.int64)).dtype) is _class_ids(7, "CPU", Tensor(np.zeros(1, np.int64)).dtype)
+  np.testing.assert_array_equal(Tensor(_class_ids(12, "CPU", Tensor(np.zeros(1, np.int32)).dtype)).numpy(), np.arange(12))
+
 def test_reading_a_scheduled_tensor_before_its_schedule_runs():
   # .schedule() points the tensor at the buffer its kernels will fill; reading it before they run is a clear error, after gives the data
   x = np.arange(8*16*32, dtype=np.float32).reshape(8, 16, 32)
