@@ -347,6 +347,19 @@ def test_softmax_row_kernel_computes_exp_once(shape):
                              rtol=1e-12, atol=1e-15)
   assert _exps_and_stores(Tensor(xn).log_softmax(-1)) == [(1, 1)]
 
+def test_softmax_row_kernel_keeps_its_row_in_one_thread():
+  # the exps stored in the sum's loop are scaled by the output's loop: splitting the output's row across threads, or looping over blocks of it
+  # around the row's passes, would scale some of them twice or not at all, so those opts are refused there (and allowed on the rows)
+  from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError
+  for shape, row_axis in (((1, 64), 0), ((4, 48), 1)):
+    k = Kernel(Tensor.ones(*shape).contiguous().softmax(-1).schedule()[-1].ast, Device["CPU"].renderer)
+    assert k.reread_axes() == {row_axis}
+    for opt in (Opt(OptOps.THREAD, row_axis, 2), Opt(OptOps.BLOCK, row_axis, 2), Opt(OptOps.SWAP, 0, 1)):
+      if opt.op is OptOps.THREAD and row_axis != 0: continue
+      with pytest.raises(KernelOptError): k.copy().apply_opt(opt)
+  k.copy().apply_opt(Opt(OptOps.THREAD, 0, 2))
+  assert Kernel(Tensor.ones(4, 48).contiguous().log_softmax(-1).schedule()[-1].ast, Device["CPU"].renderer).reread_axes() == set()
+
 def test_softmax_row_kernel_edge_rows():
   import torch
   xn = np.random.default_rng(8).standard_normal((6, 24)).astype(np.float32)
@@ -394,6 +407,19 @@ def test_cross_entropy_is_a_row_kernel_with_vector_reduces(ignore_index):
   assert sum(o.op is OptOps.UNROLL for o in opts) >= 3
   ref = torch.nn.functional.cross_entropy(torch.from_numpy(xn), torch.from_numpy(yn).long(), ignore_index=ignore_index)
   np.testing.assert_allclose(x.cross_entropy(y, ignore_index=ignore_index).numpy(), ref.numpy(), rtol=1e-5)
+
+def test_loss_class_ids_built_once():
+  # a loss's class indices (an arange: many tensor ops of Python) are built once per (classes, device, dtype) and reused every step
+  import torch
+  from tinygrad.tensor import _class_ids
+  rng = np.random.default_rng(11)
+  for n, ydt in ((7, np.int32), (7, np.int64), (12, np.int32)):
+    xn, yn = rng.standard_normal((5, n)).astype(np.float32), rng.integers(0, n, 5).astype(ydt)
+    for _ in range(2):
+      got = Tensor(xn).cross_entropy(Tensor(yn)).numpy()
+      np.testing.assert_allclose(got, torch.nn.functional.cross_entropy(torch.from_numpy(xn), torch.from_numpy(yn).long()).numpy(), rtol=1e-5)
+  assert _class_ids(7, "CPU", Tensor(np.zeros(1, np.int64)).dtype) is _class_ids(7, "CPU", Tensor(np.zeros(1, np.int64)).dtype)
+  np.testing.assert_array_equal(Tensor(_class_ids(12, "CPU", Tensor(np.zeros(1, np.int32)).dtype)).numpy(), np.arange(12))
 
 def test_reading_a_scheduled_tensor_before_its_schedule_runs():
   # .schedule() points the tensor at the buffer its kernels will fill; reading it before they run is a clear error, after gives the data

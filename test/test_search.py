@@ -69,6 +69,9 @@ CORPUS = {
   "softmax_pieces": softmax_pieces,
   "layernorm_rows": layernorm_rows,
   "gather": gather,
+  # CPU: the row sum's loop stores the exps into the output, which the output loop scales (two stores); cross entropy: a row kernel reduced again
+  "softmax_rows": lambda rng, dev: [_t(rng, (4, 48), dev).softmax(-1)],
+  "cross_entropy": lambda rng, dev: [_t(rng, (8, 24), dev).cross_entropy(Tensor(rng.integers(0, 24, (8,)).astype(np.int32), device=dev))],
   # odd sizes: nothing divides them until PADTO rounds them up
   "matmul_odd": lambda rng, dev: [_t(rng, (7, 13), dev) @ _t(rng, (13, 11), dev)],
   "sum_odd": lambda rng, dev: [_t(rng, (5, 13), dev).sum(1)],

@@ -2637,7 +2637,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     expected = self.shape[:class_dim] + self.shape[class_dim+1:]
     if Y.shape != expected: raise ValueError(f"{name}: target shape {Y.shape} doesn't match the input {self.shape}: expected {expected}")
     n_cls = self.shape[class_dim]
-    classes = Tensor.arange(_as_int(n_cls, name), device=self.device, dtype=Y.dtype).reshape((n_cls,) + (1,) * (self.ndim - class_dim - 1))
+    classes = Tensor(_class_ids(_as_int(n_cls, name), self.device, Y.dtype)).reshape((n_cls,) + (1,) * (self.ndim - class_dim - 1))
     return Y.unsqueeze(class_dim) == classes
   def nll_loss(self, Y:Tensor, weight:Tensor|None=None, ignore_index:int=-100, reduction:str="mean") -> Tensor:
     """Negative log likelihood of log-probabilities self (N, C, ...) or (C,) at class targets Y (N, ...) or (); mean divides by the summed
@@ -2903,6 +2903,11 @@ def _int_tuple(x:Any, n:int, what:str, least:int=1) -> tuple[int, ...]:
   if len(ret) != n or not all(isinstance(v, int) and not isinstance(v, bool) and v >= least for v in ret):
     raise ValueError(f"{what} must be an int or {n} ints, each >= {least}; got {x!r}")
   return ret
+
+@functools.lru_cache(maxsize=64)
+def _class_ids(n:int, device:str, dtype:DType) -> UOp:
+  # a loss's class indices 0..n-1: the same graph every step, built once (an arange is some 60 tensor ops of Python)
+  return Tensor.arange(n, device=device, dtype=dtype).uop
 
 def _as_int(x:sint, what:str) -> int:
   if not isinstance(x, int): raise NotImplementedError(f"{what} of a symbolic size {x}")

@@ -216,11 +216,15 @@ def one_thread():
   shape = (1024, 1024) if QUICK else (4096, 1024)
   xn, yn = rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)
   x, y, xt, yt = Tensor(xn).realize(), Tensor(yn).realize(), torch.from_numpy(xn), torch.from_numpy(yn)
+  labels_n = rng.integers(0, shape[1], shape[0]).astype(np.int32)   # class targets for cross_entropy over the rows
+  labels, labels_t = Tensor(labels_n).realize(), torch.from_numpy(labels_n).long()
   F = torch.nn.functional
   rows = [("exp", lambda: x.exp(), lambda: torch.exp(xt)), ("sigmoid", lambda: x.sigmoid(), lambda: torch.sigmoid(xt)),
           ("tanh", lambda: x.tanh(), lambda: torch.tanh(xt)), ("gelu (tanh)", lambda: x.gelu(), lambda: F.gelu(xt, approximate="tanh")),
           ("log(abs)", lambda: x.abs().log(), lambda: xt.abs().log()), ("relu", lambda: x.relu(), lambda: torch.relu(xt)),
           ("softmax(-1)", lambda: x.softmax(-1), lambda: xt.softmax(-1)),
+          ("log_softmax(-1)", lambda: x.log_softmax(-1), lambda: xt.log_softmax(-1)),
+          ("cross_entropy", lambda: x.cross_entropy(labels), lambda: F.cross_entropy(xt, labels_t)),
           ("layernorm(-1)", lambda: x.layernorm(), lambda: F.layer_norm(xt, xt.shape[-1:])),
           ("gelu(x)*2+1", lambda: x.gelu()*2+1, lambda: F.gelu(xt, approximate="tanh")*2+1),
           ("a*b+c", lambda: x*y+x, lambda: xt*yt+xt), ("sum", lambda: x.sum(), lambda: xt.sum())]

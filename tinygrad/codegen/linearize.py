@@ -74,10 +74,11 @@ def linearize(sink:UOp) -> list[UOp]:
       home[u] = max(list(ranges_of[u]) + list(u.src[0].src[1:]), key=depth.__getitem__)
     if not ranges_of[u] <= set(chain(home[u])): raise RuntimeError(f"linearize: {u.op} needs loops that are not nested")
   # a kernel that stores values and reads them back (kernelize's reuse_row_value) reads after the stores: a load waits for the stores of its
-  # buffer that don't use it (with one store, every load is used by it)
-  stores = [u for u in topo if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
-  after = {u: tuple(s for s in stores if s.src[0].src[0] is u.src[0].src[0] and u not in s.toposort()) for u in topo
-           if len(stores) > 1 and u.op is Ops.LOAD and u.src[0].op is Ops.INDEX}
+  # buffer that read nothing of it (the first pass; the stores of what was read back do, and a kernel with one store reads before it writes)
+  def buf(u:UOp) -> UOp|None: return u.src[0].src[0] if u.src and u.src[0].op is Ops.INDEX else None
+  stores = [u for u in topo if u.op is Ops.STORE and buf(u) is not None]
+  first = [s for s in stores if len(stores) > 1 and not any(x.op is Ops.LOAD and buf(x) is buf(s) for x in s.toposort())]
+  after = {u: tuple(s for s in first if buf(s) is buf(u)) for u in topo if first and u.op is Ops.LOAD}
   kids: dict[UOp|None, list[UOp]] = {}
   for r in all_ranges: kids.setdefault(parent[r], []).append(r)
   members: dict[UOp|None, list[UOp]] = {}

@@ -43,7 +43,7 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   # gets a SIMD register's lanes (vector accumulators, vector stores) and the reduces a short unroll more, so a loop adds a few vectors at once
   row_axes = [a for a in global_axes if any(st.shape[a] == 1 for st in k.sts) and k.full_shape[a] != 1]
   # (also a row kernel reduced again over the row, a cross entropy's sum of log_softmax: its reduces each have an axis of their own)
-  if reduce_axes and (row_axes or len(k.reduceops) > 1 and len(reduce_axes) > 1) and k.opts.vector_alu_lanes:
+  if reduce_axes and (row_axes or len({r.arg[1] for r in k.reduceops}) > 1) and k.opts.vector_alu_lanes:
     width = k.opts.simd_bytes // max(r.dtype.itemsize for r in k.reduceops)
     for i in range(len(reduce_axes)):
       if (amt := _largest_divisor(k.full_shape[k.axes_of(AxisType.REDUCE)[i]], (width, 8, 4))) is not None: _try(k, Opt(OptOps.UNROLL, i, amt), opts)

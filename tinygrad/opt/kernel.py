@@ -118,6 +118,15 @@ class Kernel:
     self._set(new_sts, list(self.full_shape[:axis]) + [s//amount, amount] + list(self.full_shape[axis+1:]),
               self.axis_types[:axis] + [outer_type or t, inner_type or t] + self.axis_types[axis+1:])
 
+  def reread_axes(self) -> set[int]:
+    """A kernel that stores its output row and reads it back (kernelize.reuse_row_value: softmax's exps, scaled in place) must run each row's
+    passes once and in order in one thread: the global axes its first store doesn't span (the output's row) can't be cut across threads or
+    loops around the passes."""
+    stores = [u for u in self.ast.src if u.op is Ops.STORE]
+    if len({u.src[0] for u in stores}) == len(stores): return set()
+    return {a for u in stores for a, s in enumerate(self.sts[self.view_uops.index(u.src[1])].shape)
+            if resolve(s == 1) and resolve(self.full_shape[a] != 1) and self.axis_types[a] is AxisType.GLOBAL}
+
   # *** opts ***
   def real_axis(self, opt:Opt) -> int:
     if opt.axis is None: return -1
@@ -135,6 +144,10 @@ class Kernel:
       check(axis not in self.tc_axes(), opt, "that axis belongs to the tensor core")
       check(opt.op not in (OptOps.GROUP, OptOps.GROUPTOP), opt, "no group reduce with a tensor core")
     if self.dont_use_locals: check(opt.op not in (OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP, OptOps.TC), opt, "the kernel has NOLOCALS")
+    if opt.op in (OptOps.THREAD, OptOps.BLOCK, OptOps.SWAP, OptOps.LOCAL):
+      moved = {axis} | ({self.axes_of(AxisType.GLOBAL)[opt.arg]} if opt.op is OptOps.SWAP and isinstance(opt.arg, int) and
+                        0 <= opt.arg < len(self.axes_of(AxisType.GLOBAL)) else set())
+      check(not moved & self.reread_axes(), opt, "the output row is stored and read back: its axis stays one loop inside the row's passes")
     if opt.op is OptOps.TC: self._apply_tc(opt)
     elif opt.op in (OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP):
       s = self.full_shape[axis]
