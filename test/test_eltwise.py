@@ -123,3 +123,29 @@ def test_gelu_sigmoid_wide_range():
   got_s = Tensor(xn).sigmoid().numpy()
   with np.errstate(all="ignore"): ref_s = 1 / (1 + np.exp(-x64))
   np.testing.assert_allclose(got_s, ref_s.astype(np.float32), rtol=3e-7, atol=1e-45)
+
+def test_thread_chunks_each_run_once():
+  # the CPU launcher hands core_ids to whichever thread comes free: every id runs exactly once, whatever the split
+  if Device.DEFAULT != "CPU": return
+  import ctypes
+  from tinygrad.runtime.ops_cpu import CPUProgram
+  lib = Device["CPU"].compiler.compile("void count(int* restrict out, const int core_id) { out[core_id] += core_id + 1; }")
+  prg = CPUProgram("count", lib)
+  for threads in (1, 2, 3):
+    with Context(CPU_THREADS=threads):
+      out = (ctypes.c_int * 16)()
+      prg(out, global_size=(16, 1, 1))
+      assert list(out) == list(range(1, 17))
+
+def test_big_elementwise_split_in_chunks():
+  # a big elementwise kernel runs in a few chunks a thread; a reduce keeps one part a thread
+  if not Device[Device.DEFAULT].renderer.has_threads: return
+  xn = np.random.default_rng(0).standard_normal((2048, 1024), dtype=np.float32)
+  with Context(CPU_THREADS=2):
+    x = Tensor(xn).realize()
+    (ast,) = _asts(x.exp())
+    splits = [o.arg for o in get_program(ast, Device[Device.DEFAULT].renderer).applied_opts if o.op.name == "THREAD"]
+    assert splits == [8], splits
+    np.testing.assert_allclose(x.exp().numpy(), np.exp(xn), rtol=2e-6)
+    (ast,) = _asts(x.sum(1))
+    assert [o.arg for o in get_program(ast, Device[Device.DEFAULT].renderer).applied_opts if o.op.name == "THREAD"] in ([2], [])

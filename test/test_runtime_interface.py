@@ -63,7 +63,9 @@ def test_cpu_threads_not_reused(builds):
     threaded = builds[-1]
   assert single is not threaded
   assert not any(o.op is OptOps.THREAD for o in single.applied_opts) and single.global_size[0] == 1
-  assert Opt(OptOps.THREAD, 0, 2) in threaded.applied_opts and threaded.global_size[0] == 2
+  # an elementwise kernel is split in a few chunks a thread (handed out as threads come free)
+  (split,) = [o.arg for o in threaded.applied_opts if o.op is OptOps.THREAD]
+  assert split % 2 == 0 and threaded.global_size[0] == split
   assert CPU_THREADS.value == 0
 
 def test_renderer_in_key(builds, monkeypatch):

@@ -156,11 +156,12 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
             if (j := min(range(i, len(g)), key=keys.__getitem__)) != i and keys[j] < keys[i]: _try(k, Opt(OptOps.SWAP, i, j), opts)
   if k.opts.has_local: gpu_workgroups(k, opts)
   prefetch_streamed_operand(k, opts)
-  # big kernels run their outermost global axis on every core
-  if k.opts.has_threads and (threads := cpu_threads(k.opts.machine)) > 1 and prod(k.full_shape) >= THREAD_MIN_WORK.value:
-    if (g := k.axes_of(AxisType.GLOBAL)):
-      s = k.full_shape[g[0]]
-      if isinstance(s, int) and s % threads == 0 and s >= threads: _try(k, Opt(OptOps.THREAD, 0, threads), opts)
+  # big kernels run their outermost global axis on every core. A big elementwise one in 4 chunks a core (each still THREAD_MIN_WORK), handed
+  # out as threads come free: a core another process holds for a while takes fewer, the others don't wait for it
+  if k.opts.has_threads and (threads := cpu_threads(k.opts.machine)) > 1 and (work := prod(k.full_shape)) >= THREAD_MIN_WORK.value:
+    if (g := k.axes_of(AxisType.GLOBAL)) and isinstance(s := k.full_shape[g[0]], int):
+      for n in ((4 * threads,) if not reduce_axes and work >= 4 * threads * THREAD_MIN_WORK.value else ()) + (threads,):
+        if s % n == 0 and s >= n and _try(k, Opt(OptOps.THREAD, 0, n), opts): break
   return opts
 
 def prefetch_streamed_operand(k:Kernel, opts:list[Opt]) -> None:

@@ -1,5 +1,5 @@
 from __future__ import annotations
-import ctypes, functools, hashlib, os, pathlib, platform, shlex, shutil, subprocess, tempfile, threading, time
+import ctypes, functools, hashlib, itertools, os, pathlib, platform, shlex, shutil, subprocess, tempfile, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 from tinygrad.device import Compiled, CompileError, Compiler, MallocAllocator
@@ -81,15 +81,16 @@ class CPUProgram:
       self.fxn.argtypes, self._nargs = [ctypes.c_void_p]*len(bufs) + [ctypes.c_int]*(nargs - len(bufs)), nargs
     # with wait, the run time is the busiest thread's CPU time: other processes on a loaded machine don't count (BEAM compares these)
     if threads > 1:
-      # waking a worker costs more than a call, so each worker takes every nworkers-th core_id, and the calling thread takes a share too
-      pool, fxn = _get_pool(), self.fxn
+      # waking a worker costs more than a call, so each worker runs core_ids until none are left, and the calling thread takes a share too:
+      # each takes the next one when it comes free (next() on a count is atomic under the GIL), so a thread the OS runs late takes fewer
+      pool, fxn, ids = _get_pool(), self.fxn, itertools.count()
       nworkers = min(threads, _pool_size)
-      def run(start:int) -> float:
+      def run() -> float:
         st = time.thread_time() if wait else 0.0
-        for i in range(start, threads, nworkers): fxn(*bufs, *vals, i)
+        while (i := next(ids)) < threads: fxn(*bufs, *vals, i)
         return time.thread_time() - st if wait else 0.0
-      futures = [pool.submit(run, w) for w in range(1, nworkers)]
-      mine = run(0)
+      futures = [pool.submit(run) for _ in range(1, nworkers)]
+      mine = run()
       busiest = max([mine] + [f.result() for f in futures])
       return busiest if wait else None
     if not wait:   # the plain launch path reads no clock
