@@ -86,7 +86,7 @@ def limit_buffers(topo:list[UOp], realizes:dict[UOp, None]) -> None:
   for u in topo:
     if is_leaf(u) or u.op is Ops.SINK: continue
     reads[u] = set().union(*({s} if s in realizes or s.op is Ops.BUFFER else reads.get(s, set()) for s in u.src))
-    if len(u.src) < 2 or (lim := _max_bufs(u)) is None or len(reads[u]) < lim: continue   # one buffer kept for the output
+    if len(u.src) < 2 or len(reads[u]) < 3 or (lim := _max_bufs(u)) is None or len(reads[u]) < lim: continue   # one kept for the output
     for s in u.src:
       if s in realizes or is_leaf(s.base): continue
       realizes[s.base] = None
