@@ -76,3 +76,28 @@ def test_reduce_read_twice_stays_its_own_buffer():
   run_schedule(sched)
   np.testing.assert_allclose(out1.numpy(), (an.sum(1) + 1).reshape(4, 4).T, rtol=1e-5)
   np.testing.assert_allclose(out2.numpy(), (an.sum(1) + 1) * 2, rtol=1e-5)
+
+def test_epilogue_loads_come_after_the_reduce_loops():
+  # the residual the epilogue adds is loaded after the conv's reduce loops (linearize), not before them, where its tile of values would
+  # be held (spilled) across the whole reduce
+  from tinygrad.engine.realize import get_program
+  xn, wn, bn = _data((1, 32, 12, 12), (32, 32, 3, 3), (32,), seed=2)
+  with Context(PACKED_CONV_MIN=1):
+    x, w, b = (Tensor(a, device="CPU").realize() for a in (xn, wn, bn))
+    out = (x.conv2d(w, b, padding=1) + x).relu()
+    sched = out.schedule()
+    si = [si for si in sched if si.ast.op is Ops.SINK][_reduces(sched)[0]]
+    resid = next(i for i, buf in enumerate(si.bufs) if buf is x.uop.base.buffer)
+    uops = get_program(si.ast, Device["CPU"].renderer).uops
+    assert uops is not None
+    pos = {u: i for i, u in enumerate(uops)}
+    loads = [i for i, u in enumerate(uops) if u.op is Ops.LOAD and any(g.op is Ops.DEFINE_GLOBAL and g.arg == resid for g in u.toposort())]
+    assert loads
+    # a loop the load doesn't depend on (a reduce loop), opened inside the load's innermost output loop, has ended before the load
+    own = {u for u in uops[loads[0]].toposort() if u.op is Ops.RANGE}
+    inner = max(pos[u] for u in own)
+    assert any(u.op is Ops.ENDRANGE and u.src[0] not in own and pos[u.src[0]] > inner and i < loads[0] for i, u in enumerate(uops))
+    run_schedule(sched)
+    got = out.numpy()
+  ref = (torch.nn.functional.conv2d(*map(torch.tensor, (xn, wn, bn)), padding=1) + torch.tensor(xn)).relu()
+  np.testing.assert_allclose(got, ref.numpy(), rtol=1e-4, atol=1e-4)

@@ -44,16 +44,19 @@ def main():
       node = e["name"][:-len("_kernel_time")]
       ort_best[node] = min(ort_best.get(node, float("inf")), e["dur"] * 1e-6)
       ort_op[node] = e["args"]["op_name"]
-  rows = []
-  for ei, t in zip(kernels, best):
-    p = ei.prg.p if isinstance(ei.prg, CompiledRunner) else None
-    rows.append((t, p.name if p is not None else ei.prg.display_name, [tuple(b.shape) if hasattr(b, "shape") else b.size for b in ei.bufs
-                                                                       if b is not None][:3], p.estimates.ops if p is not None else 0))
-  print(f"tinygrad kernels: {len(rows)}, sum {sum(r[0] for r in rows)*1e3:.2f} ms   onnxruntime nodes: {len(ort_best)}, "
+  sizes = [[b.size for b in ei.bufs if b is not None] for ei in kernels]
+  names = [ei.prg.p.name if isinstance(ei.prg, CompiledRunner) else ei.prg.display_name for ei in kernels]
+  ops = [ei.prg.p.estimates.ops if isinstance(ei.prg, CompiledRunner) else 0 for ei in kernels]
+  print(f"tinygrad kernels: {len(kernels)}, sum {sum(best)*1e3:.2f} ms   onnxruntime nodes: {len(ort_best)}, "
         f"sum {sum(ort_best.values())*1e3:.2f} ms, whole run {t_ort*1e3:.2f} ms")
-  print(f"{'#':>3s} {'ms':>7s} {'GFLOPS':>7s}  kernel")
-  for i, (t, name, bufs, ops) in enumerate(rows):
-    print(f"{i:3d} {t*1e3:7.3f} {ops/max(t, 1e-9)*1e-9:7.1f}  {name}  {[b.size if hasattr(b, 'size') else b for b in kernels[i].bufs if b is not None]}")
+  print(f"{'#':>3s} {'ms':>7s} {'GFLOPS':>7s}  kernel  [buffer sizes, output first]")
+  for i, (t, name, op, sz) in enumerate(zip(best, names, ops, sizes)):
+    print(f"{i:3d} {t*1e3:7.3f} {float(op)/max(t, 1e-9)*1e-9:7.1f}  {name}  {sz}")
+  # reduces with a weight (convs, the gemm), the other reduces (pools, means), elementwise copies
+  kinds = {"conv/gemm": 0.0, "pool/mean": 0.0, "copy/elementwise": 0.0}
+  for t, name, sz in zip(best, names, sizes):
+    kinds["copy/elementwise" if not name.startswith("r_") else "conv/gemm" if len(sz) >= 3 else "pool/mean"] += t
+  print("tinygrad by kind: " + ", ".join(f"{k} {v*1e3:.2f} ms" for k, v in kinds.items()))
   by_op: dict[str, float] = {}
   for node, t in ort_best.items(): by_op[ort_op[node]] = by_op.get(ort_op[node], 0.0) + t
   print("onnxruntime by op: " + ", ".join(f"{k} {v*1e3:.2f} ms" for k, v in sorted(by_op.items(), key=lambda kv: -kv[1])))

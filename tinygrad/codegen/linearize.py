@@ -105,10 +105,16 @@ def linearize(sink:UOp) -> list[UOp]:
           d = s if home[s] is loop else item_in(home[s], loop)
           if d is not None and d is not it: ds.add(d)
       deps[it] = ds
-    prio = {it: min((order[u] for u in inside[it]), default=order[it]) if it.op is Ops.RANGE else order[it] for it in items}
     users: dict[UOp, list[UOp]] = {}
     for it, ds in deps.items():
       for d in ds: users.setdefault(d, []).append(it)
+    # what no inner loop needs (a conv's epilogue: the residual it adds after its reduce) comes after the loops, not held in registers
+    # (or spilled) across them
+    for_loops = set(kids.get(loop, []))
+    stack = list(for_loops)
+    while stack: stack.extend(d for d in deps[stack.pop()] if d not in for_loops and not for_loops.add(d))  # type: ignore[func-returns-value]
+    prio = {it: min((order[u] for u in inside[it]), default=order[it]) if it.op is Ops.RANGE else
+            order[it] + (0 if it in for_loops or not kids.get(loop) else len(topo)) for it in items}
     waiting = {it: len(ds) for it, ds in deps.items()}
     index = {it: i for i, it in enumerate(items)}
     ready = [(prio[it], i, it) for i, it in enumerate(items) if not waiting[it]]
