@@ -268,9 +268,9 @@ class OnnxRunner:
                 opsets: dict[str, int]|None = None) -> dict[str, Any]|ChainMap:
     for i, node in enumerate(graph.node):
       st = time.perf_counter()
+      for n in node.input:   # a malformed graph: a clear error, not a bare KeyError
+        if n and n not in env: raise ValueError(f"node {node.name or node.op_type!r} reads {n!r}, which no earlier node or input defines")
       ins = [env[n] if n else None for n in node.input]
-      for n in node.input:
-        if n and n not in env: raise KeyError(f"node {node.name or node.op_type!r} reads {n!r}, which no earlier node or input defines")
       if self._is_shape_maths(node, ins):
         with _outside_capture():   # computed once, also while TinyJit captures: its values are constants of the capture, readable
           outs = self.run_node(node, ins, fn_attrs, opsets or self.opsets, env)

@@ -42,6 +42,11 @@ def test_runner_checks_inputs():
   with pytest.raises(KeyError, match="missing input"): r({})
   with pytest.raises(KeyError, match="unknown inputs"): r({"x": np.zeros((2, 3), np.float32), "z": np.zeros(1)})
 
+def test_node_reading_an_undefined_value_is_a_clear_error():
+  # a malformed graph (found by the parser fuzz): a node reads a name that no input, initializer or earlier node defines
+  r = OnnxRunner(_model([helper.make_node("Relu", ["nope"], ["y"])], [_vi("x", [2])], [_vi("y", [2])]))
+  with pytest.raises(ValueError, match="reads 'nope', which no earlier node or input defines"): r({"x": np.zeros(2, np.float32)})
+
 def test_unsupported_op_names_op_domain_opset():
   g = helper.make_graph([helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")], "g", [_vi("x", [1])], [_vi("y", [1])])
   m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 3)])
