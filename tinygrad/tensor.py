@@ -823,15 +823,18 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def clip(self, min_:Any=None, max_:Any=None, *, min:Any=None, max:Any=None) -> Tensor:
     return self.clamp(min_, max_, min=min, max=max)
 
-  # a == b is one CMPEQ (devices without it get not(a != b)); a <= b as not(b < a) would be true for nan, so it is (a < b) | (a == b), both
-  # compares on the same two operands (one constant made for a scalar)
-  def eq(self, x:Any) -> Tensor: return self.alu(Ops.CMPEQ, x)
+  # float a == b is one CMPEQ (devices without it get not(a != b)); float a <= b as not(b < a) would be true for nan, so it is (a < b) | (a == b),
+  # both compares on the same two operands (one constant made for a scalar). Ints keep not(a != b) and not(b < a): the forms the index rules
+  # read (a one-hot gather collapses to a load, masks fold)
+  def eq(self, x:Any) -> Tensor:
+    a, b = self._broadcasted_uops(x, what="comparison")
+    return Tensor(a.alu(Ops.CMPEQ, b) if dtypes.is_float(a.dtype) else a.ne(b).logical_not())
   def le(self, x:Any) -> Tensor:
     a, b = self._broadcasted_uops(x, what="comparison")
-    return Tensor(a.alu(Ops.CMPLT, b).alu(Ops.OR, a.alu(Ops.CMPEQ, b)))
+    return Tensor(a.alu(Ops.CMPLT, b).alu(Ops.OR, a.alu(Ops.CMPEQ, b)) if dtypes.is_float(a.dtype) else b.alu(Ops.CMPLT, a).logical_not())
   def ge(self, x:Any) -> Tensor:
     a, b = self._broadcasted_uops(x, what="comparison")
-    return Tensor(b.alu(Ops.CMPLT, a).alu(Ops.OR, a.alu(Ops.CMPEQ, b)))
+    return Tensor(b.alu(Ops.CMPLT, a).alu(Ops.OR, a.alu(Ops.CMPEQ, b)) if dtypes.is_float(a.dtype) else a.alu(Ops.CMPLT, b).logical_not())
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool).ne(True)
   def logical_and(self, x:Any) -> Tensor: return self.cast(dtypes.bool).bitwise_and(self.ufix(x).cast(dtypes.bool))
   def logical_or(self, x:Any) -> Tensor: return self.cast(dtypes.bool).bitwise_or(self.ufix(x).cast(dtypes.bool))
