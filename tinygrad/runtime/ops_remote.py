@@ -13,6 +13,7 @@ from tinygrad.helpers import DEBUG
 from tinygrad.renderer import MachineModel
 
 DEFAULT_PORT = 6667
+EXEC_BUFS = 256   # the most buffers one exec request names
 # the renderers a client builds from the server's answer, by class name. Not PythonRenderer: its "source" is a pickle
 RENDERERS = {**{n: "tinygrad.renderer.cstyle" for n in ("ClangRenderer", "OpenCLRenderer", "CUDARenderer", "MetalRenderer", "AMDRenderer",
              "IntelRenderer")}, "LLVMRenderer": "tinygrad.renderer.llvmir", "WGSLRenderer": "tinygrad.renderer.wgsl"}
@@ -88,7 +89,8 @@ class RemoteServer:
     # the renderer's constructor arguments (an OpenCL device's half support, a GPU's arch) as its __reduce__ gives them: plain values only
     args = [a for a in ren.__reduce__()[1] if a is None or type(a) in (str, int, bool)]
     return {"device": self.dev.device, "renderer": type(ren).__name__, "args": args,
-            "options": {k: getattr(ren, k, None) for k in RENDERER_OPTIONS},
+            # (a kernel's buffers: the device's limit, and at most the EXEC_BUFS an exec request may name)
+            "options": {**{k: getattr(ren, k, None) for k in RENDERER_OPTIONS}, "max_bufs": min(ren.max_bufs or EXEC_BUFS, EXEC_BUFS)},
             "machine": dataclasses.asdict(ren.machine) if ren.machine is not None else None,
             "dtypes": None if ren.dtypes_supported is None else sorted(INVERSE_DTYPES_DICT[d.name] for d in ren.dtypes_supported),
             "held": self.held, "max_mem": self.max_mem, "max_body": self.max_body, "buffers": len(self.bufs), "programs": len(self.programs)}
@@ -134,7 +136,7 @@ class RemoteServer:
   def op_exec(self, pid:int, bufs:list, global_size:list, local_size:list, vals:list, wait:bool) -> float|None:
     if (prg := self.programs.get((self.session, pid))) is None: raise KeyError(f"there is no program {pid}")
     for what, xs, lo, hi, n in (("global_size", global_size, 1, 2**31-1, 3), ("local_size", local_size, 1, 2**31-1, 3),
-                                ("vals", vals, -2**31, 2**31-1, 256), ("bufs", bufs, 0, 2**63, 256)):
+                                ("vals", vals, -2**31, 2**31-1, 256), ("bufs", bufs, 0, 2**63, EXEC_BUFS)):
       if len(xs) > n or any(type(x) is not int or not lo <= x <= hi for x in xs): raise ValueError(f"{what} must be at most {n} ints in [{lo}, {hi}]")
     return prg(*[self.buf(b)[0] for b in bufs], global_size=tuple(global_size) or None, local_size=tuple(local_size) or None, vals=tuple(vals),
                wait=wait)
