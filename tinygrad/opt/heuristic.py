@@ -171,6 +171,8 @@ def prefetch_streamed_operand(k:Kernel, opts:list[Opt]) -> None:
   inside its panel loop that reuse a panel (output rows it doesn't depend on), each panel's passes also prefetch the next panel
   (OptOps.PREFETCH, codegen's add_prefetches): 1.7-2.0 ms. (A skinny GEMM's B, 32x2048 @ 2048x2048, streams the same way: 2.2x.)"""
   if (m := k.opts.machine) is None or not k.opts.supports_prefetch or not (reduce_axes := k.axes_of(AxisType.REDUCE)): return
+  # (one sum of products: a row kernel's reduces, layernorm's or log_softmax's, each stream the row once, with nothing to prefetch ahead of)
+  if len(k.reduceops) != 1 or k.reduceops[0].arg[0] is not Ops.ADD or k.reduceops[0].src[0].op is not Ops.MUL: return
   view_of = {v.arg: i for i, v in enumerate(k.view_uops)}
   loads = {u.src[0].arg: (u.src[0].dtype.size * u.src[0].dtype.base.itemsize, k.sts[view_of[u.src[1].arg]].real_strides())
            for u in k.ast.toposort() if u.op is Ops.LOAD and u.src[1].arg in view_of and isinstance(u.src[0].dtype, PtrDType)}
