@@ -104,6 +104,15 @@ def compile_ahead(schedule:list[ScheduleItem]) -> None:
 
 # ***** running *****
 
+def _count_kernel(prg:Runner, var_vals:dict[UOp, int]) -> tuple[int, int]:
+  # one kernel run in GlobalCounters: its estimated ops and bytes (symbolic ones at var_vals), which it returns
+  GlobalCounters.kernel_count += 1
+  op_est, mem_est = (e if isinstance(e := prg.estimates.ops, int) else sym_infer(e, var_vals),
+                     e if isinstance(e := prg.estimates.mem, int) else sym_infer(e, var_vals))
+  GlobalCounters.global_ops += op_est
+  GlobalCounters.global_mem += mem_est
+  return op_est, mem_est
+
 @dataclass
 class ExecItem:
   prg: Runner
@@ -115,11 +124,7 @@ class ExecItem:
     bufs = [x if hasattr(x, "_buf") else x.ensure_allocated() for x in self.bufs if x is not None]
     et = self.prg(bufs, var_vals, wait=(debug := DEBUG.value) >= 2 or wait)
     if do_update_stats:
-      GlobalCounters.kernel_count += 1
-      op_est, mem_est = self.prg.estimates.ops, self.prg.estimates.mem
-      if not isinstance(op_est, int) or not isinstance(mem_est, int): op_est, mem_est = sym_infer(op_est, var_vals), sym_infer(mem_est, var_vals)
-      GlobalCounters.global_ops += op_est
-      GlobalCounters.global_mem += mem_est
+      op_est, mem_est = _count_kernel(self.prg, var_vals)
       if et is not None: GlobalCounters.time_sum_s += et
       if debug >= 2:
         ptm = colored(f"{et*1e3:9.2f}ms", "yellow" if et > 0.01 else None) if et is not None else ""
@@ -164,11 +169,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
        (prg := method_cache.get((dev := si.bufs[0].device, si.ast, Device[dev].renderer, flags))) is not None:
       vv = {**var_vals, **si.var_vals} if var_vals and si.var_vals else si.var_vals or var_vals or {}
       prg([b if hasattr(b := si.bufs[i], "_buf") else b.ensure_allocated() for i in prg.p.globals], vv)
-      if do_update_stats:
-        GlobalCounters.kernel_count += 1
-        op_est, mem_est = prg.estimates.ops, prg.estimates.mem
-        GlobalCounters.global_ops += op_est if isinstance(op_est, int) else sym_infer(op_est, vv)
-        GlobalCounters.global_mem += mem_est if isinstance(mem_est, int) else sym_infer(mem_est, vv)
+      if do_update_stats: _count_kernel(prg, vv)
       continue
     try: ei = lower_schedule_item(si, schedule)
     except Exception as e:

@@ -5,6 +5,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat, graph_rewrite, resolve, ZERO_FORWARD
 from tinygrad.helpers import prod, all_int, ContextVar, SPLIT_REDUCEOPS, CPU_THREADS
 from tinygrad.device import Device
+from tinygrad.renderer import Renderer
 
 SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
 EXPENSIVE_EXPAND = ContextVar("EXPENSIVE_EXPAND", 4)   # read this many times over through an expand, a value with transcendentals is a buffer
@@ -17,10 +18,14 @@ def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
   if x.base.op is Ops.BUFFER and x.st is not None and x.st.contiguous and x.size == x.base.size: return x.base.reshape(x.shape)
   return None
 
+def _renderer_of(u:UOp) -> Renderer|None:
+  # the renderer of u's device (None on several devices, or a device that can't open)
+  try: return Device[u.device].renderer if isinstance(u.device, str) else None
+  except Exception: return None
+
 def _one_host_thread(u:UOp) -> bool:
   # a CPU that runs a kernel on one thread gains nothing from the split: one kernel with vector accumulators reads the input as fast
-  try: return isinstance(u.device, str) and (rd := Device[u.device].renderer).has_threads and (CPU_THREADS.value or rd.machine.cores) == 1
-  except Exception: return False
+  return (rd := _renderer_of(u)) is not None and rd.has_threads and (CPU_THREADS.value or (rd.machine.cores if rd.machine else 0)) == 1
 
 def split_reduceop(ctx:set[UOp]|None, r:UOp) -> UOp|None:
   # a big reduce with few outputs becomes two: the first has enough outputs to use every core and unroll, the second is small
@@ -51,8 +56,7 @@ def is_leaf(u:UOp) -> bool:
 def _rows_are_loops(u:UOp) -> bool:
   # on devices whose global axes are loops in one thread (CPUs), a kernel can walk a row once per reduce and once more for the output;
   # a GPU would give every output element a thread that redoes the whole row
-  try: return isinstance(u.device, str) and not Device[u.device].renderer.has_local
-  except Exception: return False
+  return (rd := _renderer_of(u)) is not None and not rd.has_local
 
 def row_reduce(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp]) -> bool:
   """r (softmax's max and sum, layernorm's mean) is read back only along its own row: expanded straight to its input's shape and then
@@ -75,10 +79,6 @@ def row_reduce(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp]) ->
       elif not (past and c.op is Ops.REDUCE_AXIS and c.axis_arg == r.axis_arg and c.src[0].shape == x.shape): return False
   return expanded
 
-def _max_bufs(u:UOp) -> int|None:
-  try: return Device[u.device].renderer.max_bufs if isinstance(u.device, str) else None
-  except Exception: return None
-
 def limit_buffers(topo:list[UOp], realizes:dict[UOp, None]) -> None:
   """A kernel takes at most its device's max_bufs buffers (ctypes calls take 1024 arguments, WebGPU binds a few dozen): where an op's
   sources read more together (a sum of 5000 tensors), the sources become kernels of their own."""
@@ -86,7 +86,8 @@ def limit_buffers(topo:list[UOp], realizes:dict[UOp, None]) -> None:
   for u in topo:
     if is_leaf(u) or u.op is Ops.SINK: continue
     reads[u] = set().union(*({s} if s in realizes or s.op is Ops.BUFFER else reads.get(s, set()) for s in u.src))
-    if len(u.src) < 2 or len(reads[u]) < 3 or (lim := _max_bufs(u)) is None or len(reads[u]) < lim: continue   # one kept for the output
+    # (one buffer kept for the output)
+    if len(u.src) < 2 or len(reads[u]) < 3 or (rd := _renderer_of(u)) is None or (lim := rd.max_bufs) is None or len(reads[u]) < lim: continue
     for s in u.src:
       if s in realizes or is_leaf(s.base): continue
       realizes[s.base] = None
