@@ -76,17 +76,96 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
     while p.op in GroupOp.Movement:
       if p.op is Ops.PAD: pads.append(p)
       p = p.src[0]
-    if pads and not small and any(b or e for b, e in pads[-1].arg): x, copies = x.substitute({pads[-1]: pads[-1].contiguous()}), copies + 1
+    # (a blocked input, another conv's output, is copied channels last: both read and write whole runs of channels)
+    if pads and not small and any(b or e for b, e in pads[-1].arg):
+      x, copies = x.substitute({pads[-1]: _copy(pads[-1])}), copies + 1
     # an input computed by elementwise ops (a relu of the last layer's sum) is computed once into a buffer, not again at every load of every
     # panel and tap (small convs too, where it would be computed again for four or more panels)
     # (of it and the views of it the conv reads through, the smallest: a strided 1x1 conv reads a quarter of it, and from the copy contiguously)
     elif (not small or split[v] >= 4) and (p.op in GroupOp.ALU or p.op is Ops.CAST):
       q = min(reversed(_chain(x)), key=lambda u: prod(u.shape) if all_int(u.shape) else prod(p.shape))
-      x, copies = x.substitute({q: q.contiguous()}), copies + 1
+      x, copies = x.substitute({q: _copy(q)}), copies + 1
     # (a reduce already split into one panel's lanes, reading packed operands, stays: this rule's own result)
     if not copies and split[v] == 1: return None
-    return (x.reshape(split) * wp).r(Ops.ADD, tuple(a + (a > v) for a in axes)).reshape(r.shape)
+    # the sums are stored blocked, (..., panels, *spatial, lanes) as the tile computes them: a panel's lanes are one vector store where in
+    # the plain layout they are lanes planes apart (one scalar store each). Readers see them through a permute (push_blocked)
+    raxes = tuple(a + (a > v) for a in axes)
+    perm = tuple([i for i in range(len(split)) if i not in raxes and i != v+1] + [v+1] + list(raxes))
+    blocked = (x.reshape(split) * wp).permute(perm).r(Ops.ADD, tuple(range(len(split) - len(raxes), len(split))))
+    return blocked.permute(argsort(perm)).reshape(r.shape)
   return None
+
+def _blocked_view(u:UOp) -> tuple[UOp, int]|None:
+  # u = reshapes of a PERMUTE that undoes the one under a reduce (a conv's blocked sums, pack_conv, or a pool computed blocked, block_reduce),
+  # maybe of elementwise ops of it (push_blocked): that PERMUTE and its lanes axis, the reduce's last kept one. (A short walk: epilogues
+  # are a few ops.)
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  if u.op is not Ops.PERMUTE: return None
+  stack, seen = [u.src[0]], set[UOp]()
+  while stack and len(seen) < 32:
+    if (x := stack.pop()) in seen: continue
+    seen.add(x)
+    if x.op is Ops.REDUCE_AXIS and x.src[0].op is Ops.PERMUTE and tuple(argsort(x.src[0].arg)) == u.arg: return u, x.src[0].arg[min(x.arg[1])-1]
+    if x.op in GroupOp.ALU or x.op is Ops.CAST: stack.extend(x.src)
+  return None
+
+def push_blocked(e:UOp) -> UOp|None:
+  # an elementwise op of a conv's blocked sums (its bias, residual add, relu) is computed blocked, under the permute: the conv's kernel
+  # stores it as its epilogue (grouper.epilogue_end) with the same vector stores, and the next one adds two blocked values lane by lane
+  if (p := next((bv[0] for s in e.src if (bv := _blocked_view(s)) is not None), None)) is None: return None
+  srcs = [bv[0].src[0] if (bv := _blocked_view(s)) is not None and bv[0].arg == p.arg and bv[0].shape == p.shape else
+          s.reshape(p.shape).permute(tuple(argsort(p.arg))) for s in e.src]
+  return e.replace(src=tuple(srcs)).permute(p.arg).reshape(e.shape)
+
+def _lanes(u:UOp) -> int|None:
+  # the lanes of the blocked value u (batch, channels, ...) is computed from by movement and elementwise ops, None if none
+  stack, seen = [u], set[UOp]()
+  while stack and len(seen) < 64:
+    if (x := stack.pop()) in seen: continue
+    seen.add(x)
+    if (bv := _blocked_view(x)) is not None: return lanes if isinstance(lanes := bv[0].shape[bv[1]], int) else None
+    if x.op in GroupOp.Movement or x.op in GroupOp.ALU or x.op is Ops.CAST: stack.extend(x.src)
+  return None
+
+def _lift(u:UOp, lanes:int, memo:dict[UOp, UOp|None]) -> UOp|None:
+  """u (batch, channels, ...), built from blocked values by elementwise ops and movement ops that leave the batch and channel axes alone
+  (a pool's padding and windows): the same values as (batch, channels/lanes, lanes, ...), built on the blocked values directly, so a
+  kernel reads them through one view with plain index maths instead of a stack whose channel index divides by the lanes. None if not."""
+  if u in memo: return memo[u]
+  memo[u] = ret = None
+  if len(u.shape) >= 2 and all_int(u.shape) and u.shape[1] % lanes == 0:
+    split = u.shape[:1] + (u.shape[1] // lanes, lanes) + u.shape[2:]
+    s = u.src[0] if u.src else u
+    if (bv := _blocked_view(u)) is not None:
+      # (the conv's sums may have more axes before the lanes, its groups: all of them together are the batch and the panels)
+      if bv[0].shape[bv[1]] == lanes and prod(bv[0].shape[:bv[1]]) == split[0] * split[1]: ret = bv[0].reshape(split)
+    elif u.op in GroupOp.ALU or u.op is Ops.CAST:
+      srcs = [_lift(x, lanes, memo) if x.shape == u.shape else None for x in u.src]
+      if any(x is not None for x in srcs): ret = u.replace(src=tuple(x if x is not None else y.reshape(split) for x, y in zip(srcs, u.src)))
+    elif u.op in (Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.PERMUTE) and s.shape[:2] == u.shape[:2] and \
+        (ls := _lift(s, lanes, memo)) is not None:
+      if u.op in (Ops.RESHAPE, Ops.EXPAND): ret = ls._mop(u.op, split)
+      elif u.op is Ops.PAD: ret = ls.pad(u.arg[:1] + ((0, 0),) + u.arg[1:])
+      elif u.op is Ops.SHRINK: ret = ls.shrink(u.arg[:1] + ((0, split[1]), (0, lanes)) + u.arg[2:])
+      elif u.arg[:2] == (0, 1): ret = ls.permute((0, 1, 2) + tuple(a + 1 for a in u.arg[2:]))
+  memo[u] = ret
+  return ret
+
+def block_reduce(r:UOp) -> UOp|None:
+  # a reduce over other axes than the channels (a pool, a mean over the image) of a blocked value: computed blocked too, the lanes innermost
+  # and stored blocked, so it loads and stores whole vectors of lanes where the plain order reads each value lanes apart, through a
+  # stack of views. (Not a reduce blocked already: its lanes go right before the reduced axes, as here and in pack_conv.)
+  x, axes = r.src[0], r.arg[1]
+  if x.op is Ops.PERMUTE and 2 in x.arg and set(x.arg[x.arg.index(2)+1:]) == set(axes): return None
+  if 0 in axes or 1 in axes or (lanes := _lanes(x)) is None or (lx := _lift(x, lanes, {})) is None: return None
+  perm = (0, 1) + tuple(i for i in range(3, len(lx.shape)) if i-1 not in axes) + (2,) + tuple(a + 1 for a in axes)
+  return lx.permute(perm).r(r.arg[0], tuple(range(len(perm) - len(axes), len(perm)))).permute(tuple(argsort(perm))).reshape(r.shape)
+
+def _copy(u:UOp) -> UOp:
+  # u realized for a conv to read: a blocked u is copied channels last (both sides are runs of whole channels), any other as it is
+  if len(u.shape) < 3 or (lanes := _lanes(u)) is None or (lu := _lift(u, lanes, {})) is None: return u.contiguous()
+  last = (0,) + tuple(range(3, len(lu.shape))) + (1, 2)
+  return lu.permute(last).contiguous().permute(tuple(argsort(last))).reshape(u.shape)
 
 def conv_weight_panels(w:UOp, groups:int=1) -> int|None:
   # the output channels per panel a conv weight (cout, cin/groups, *k) is best stored in for its device (Tensor.pack_conv_weight realizes
@@ -163,4 +242,6 @@ pack_operands = PatternMatcher([
   (UPat(Ops.REDUCE_AXIS, src=(UPat.any(prod_pat := UPat(Ops.MUL, src=(UPat.var("a"), UPat.var("b"))), prod_pat.cast()),), name="r"), pack_conv_grad),
   (UPat(Ops.REDUCE_AXIS, src=(UPat(Ops.MUL, src=(UPat.var("a"), UPat.var("b"))),), name="r"), pack_matmul),
   (UPat(Ops.REDUCE_AXIS, src=(UPat(Ops.MUL, src=(UPat.var("x"), UPat.var("w"))),), name="r"), pack_conv),
+  (UPat(GroupOp.ALU, name="e"), push_blocked),
+  (UPat(Ops.REDUCE_AXIS, name="r"), block_reduce),
 ])

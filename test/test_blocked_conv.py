@@ -1,0 +1,92 @@
+# a CPU conv's sums stored blocked (panels, *spatial, lanes: schedule/packing.pack_conv) and the kernels that read them: the epilogue (bias,
+# residual, relu) stored blocked by the conv's kernel, a pool or mean computed blocked too (block_reduce), the next conv's padded input
+# copied channels last. Each reads the blocked buffer through one plain view, and every result matches torch.
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor
+from tinygrad.uop import Ops
+from tinygrad.helpers import Context, prod
+from tinygrad.engine.realize import get_program
+from tinygrad import Device
+
+pytestmark = pytest.mark.skipif(Tensor.empty(1, device="CPU").device != "CPU", reason="CPU layouts")
+
+def _data(*shape, seed=0, scale=1.0) -> np.ndarray: return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+def _kernels(t:Tensor) -> list:
+  return [si.ast for si in t.schedule() if si.ast.op is Ops.SINK]
+
+def _stores(ast) -> list: return [u.src[1].arg for u in ast.toposort() if u.op is Ops.STORE]
+def _loads(ast) -> list: return [u.src[1].arg for u in ast.toposort() if u.op is Ops.LOAD]
+
+def _stem(x:Tensor, w:Tensor, b:Tensor) -> Tensor: return x.conv2d(w, b, stride=2, padding=3).relu().max_pool2d(3, 2, padding=1)
+
+def test_stem_conv_and_maxpool_blocked():
+  xn, wn, bn = _data(1, 3, 112, 112), _data(64, 3, 7, 7, seed=1, scale=0.1), _data(64, seed=2)
+  ref = torch.nn.functional.max_pool2d(torch.nn.functional.conv2d(*map(torch.from_numpy, (xn, wn, bn)), stride=2, padding=3).relu(), 3, 2, 1)
+  ks = _kernels(_stem(Tensor(xn), Tensor(wn), Tensor(bn)))   # (scheduling a tensor makes it its buffers: a second one is run)
+  out = _stem(Tensor(xn), Tensor(wn), Tensor(bn))
+  conv = next(k for k in ks if any(u.op is Ops.REDUCE_AXIS and u.arg[0] is Ops.ADD for u in k.toposort()) and len(_loads(k)) >= 3)
+  pool = next(k for k in ks if any(u.op is Ops.REDUCE_AXIS and u.arg[0] is Ops.MAX for u in k.toposort()))
+  # the conv stores its lanes innermost, contiguously (its store's view is the buffer itself, lanes last)
+  (st,) = _stores(conv)
+  assert st.contiguous and st.shape[st.shape.index(56) + 2] in (8, 16, 32)
+  # the pool reads the conv's buffer with plain index maths (where a view through the conv's permute would divide the channel by the lanes)
+  # and stores blocked too: its lanes innermost, contiguously
+  src = get_program(pool, Device["CPU"].renderer).src
+  assert not any(op in src for op in ("/", "%", ">>", "long")), src
+  (pst,) = _stores(pool)
+  assert pst.contiguous and pst.shape[-3] == st.shape[st.shape.index(56) + 2]
+  # the pool's output is a view of its blocked buffer: read back as the plain (1, 64, 28, 28)
+  np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+def test_residual_block_blocked_matches_torch():
+  # conv, relu, conv, + residual, relu: the residual add and relus are epilogues of the conv kernels, the padded inputs copied channels last
+  xn = _data(1, 64, 28, 28)
+  w1, w2, b1, b2 = _data(64, 64, 3, 3, seed=1, scale=0.05), _data(64, 64, 3, 3, seed=2, scale=0.05), _data(64, seed=3), _data(64, seed=4)
+  def block() -> Tensor:
+    x0 = Tensor(xn).conv2d(Tensor(_data(64, 64, 3, 3, seed=5, scale=0.05)), padding=1)   # the block's input: itself a conv's blocked sums
+    return (x0.conv2d(Tensor(w1), Tensor(b1), padding=1).relu().conv2d(Tensor(w2), Tensor(b2), padding=1) + x0).relu()
+  ks, y = _kernels(block()), block()
+  # 3 convs, 2 padded copies (the first conv's input is a plain buffer: padded as before), 3 weight panels; no other kernel
+  assert len(ks) == 9, [len(_loads(k)) for k in ks]
+  copies = [k for k in ks if not any(u.op is Ops.REDUCE_AXIS for u in k.toposort()) and prod(_stores(k)[0].shape) == 64 * 30 * 30]
+  assert len(copies) == 3 and all(len(v.views) == 1 for k in copies for v in _loads(k))
+  # (the two that read a conv's blocked sums write channels last, whole runs of channels)
+  assert sorted(_stores(k)[0].shape[-1] for k in copies) in ([30, 16, 16], [30, 32, 32], [30, 8, 8])
+  t = lambda a: torch.from_numpy(a)  # noqa: E731
+  r0 = torch.nn.functional.conv2d(t(xn), t(_data(64, 64, 3, 3, seed=5, scale=0.05)), padding=1)
+  r = torch.nn.functional.conv2d(torch.nn.functional.conv2d(r0, t(w1), t(b1), padding=1).relu(), t(w2), t(b2), padding=1)
+  np.testing.assert_allclose(y.numpy(), (r + r0).relu().numpy(), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("op", ["mean", "max", "avg_pool"])
+def test_reduce_of_blocked_conv(op):
+  xn, wn = _data(1, 32, 30, 30), _data(128, 32, 3, 3, seed=1, scale=0.1)
+  y = Tensor(xn).conv2d(Tensor(wn), padding=1)
+  r = torch.nn.functional.conv2d(torch.from_numpy(xn), torch.from_numpy(wn), padding=1)
+  if op == "mean": got, want = y.mean((2, 3)), r.mean((2, 3))
+  elif op == "max": got, want = y.max(3), r.amax(3)
+  else: got, want = y.avg_pool2d(2), torch.nn.functional.avg_pool2d(r, 2)
+  np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+def test_reduce_over_channels_of_blocked_conv():
+  # a reduce over the channels themselves isn't computed blocked; still right
+  xn, wn = _data(1, 32, 30, 30), _data(128, 32, 3, 3, seed=1, scale=0.1)
+  got = Tensor(xn).conv2d(Tensor(wn), padding=1).sum(1)
+  want = torch.nn.functional.conv2d(torch.from_numpy(xn), torch.from_numpy(wn), padding=1).sum(1)
+  np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-3)
+
+def test_blocked_conv_realized_and_trained():
+  # the conv's realized output is a view of its blocked buffer; gradients through it (and through a max pool) match torch
+  xn, wn = _data(2, 16, 32, 32), _data(64, 16, 3, 3, seed=1, scale=0.1)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  y = x.conv2d(w, padding=1).realize()
+  tx, tw = torch.from_numpy(xn).requires_grad_(), torch.from_numpy(wn).requires_grad_()
+  ty = torch.nn.functional.conv2d(tx, tw, padding=1)
+  np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+  with Context(PACKED_CONV_MIN=1):
+    x.conv2d(w, padding=1).relu().max_pool2d(2).sum().backward()
+  torch.nn.functional.max_pool2d(ty.relu(), 2).sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-3, atol=1e-3)
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-3)
