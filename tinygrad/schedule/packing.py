@@ -123,7 +123,7 @@ def _lanes(u:UOp) -> int|None:
   while stack and len(seen) < 64:
     if (x := stack.pop()) in seen: continue
     seen.add(x)
-    if (bv := _blocked_view(x)) is not None: return lanes if isinstance(lanes := bv[0].shape[bv[1]], int) else None
+    if x.op is Ops.PERMUTE and (bv := _blocked_view(x)) is not None: return lanes if isinstance(lanes := bv[0].shape[bv[1]], int) else None
     if x.op in GroupOp.Movement or x.op in GroupOp.ALU or x.op is Ops.CAST: stack.extend(x.src)
   return None
 
