@@ -131,7 +131,8 @@ def _lift(u:UOp, lanes:int, memo:dict[UOp, UOp|None]) -> UOp|None:
   """u (batch, channels, ...), built from blocked values by elementwise ops and movement ops that leave the batch and channel axes alone
   (a pool's padding and windows): the same values as (batch, channels/lanes, lanes, ...), built on the blocked values directly, so a
   kernel reads them through one view with plain index maths instead of a stack whose channel index divides by the lanes. None if not."""
-  if u in memo: return memo[u]
+  # (a long elementwise chain isn't lifted: a pool or copy's input is a few ops, and the recursion stays shallow)
+  if u in memo or len(memo) > 128: return memo.get(u)
   memo[u] = ret = None
   if len(u.shape) >= 2 and all_int(u.shape) and u.shape[1] % lanes == 0:
     split = u.shape[:1] + (u.shape[1] // lanes, lanes) + u.shape[2:]
