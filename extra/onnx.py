@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib, dataclasses, inspect, pathlib, sys, time
 from collections import ChainMap
 from typing import Any, Callable
-from tinygrad import Tensor, TinyJit, UOp, dtypes
+from tinygrad import Tensor, TinyJit, UOp, dtypes, Device
 from tinygrad.uop.ops import buffers
 from tinygrad.tensor import _to_np_dtype
 from tinygrad.helpers import JIT
@@ -359,24 +359,32 @@ def _empty_like(t: Tensor) -> Tensor:
 
 class _Handout:
   """An output of a capture as callers get it: the same Tensor every call, on a buffer UOp of its own over the capture's output buffer, so
-  no copy is made. The next replay overwrites that buffer: if the caller still holds the Tensor or anything built from it, which Python's
-  reference counts of the Tensor, its UOp and the buffer UOp show (they are above those of this object's own), that buffer UOp gets a
-  copy first (detach) and the call after hands out a new Tensor. runner(x)["y"].numpy() keeps nothing: no copy ever."""
+  no copy is made. The next replay overwrites that buffer: if the caller still holds the Tensor or anything built from it, or the raw Buffer
+  behind it (`out.uop.buffer`), which Python's reference counts of the Tensor, its UOp, the buffer UOp and that Buffer show (they are above
+  those of this object's own), the held Buffer becomes a copy first (detach) and the call after hands out a new Tensor.
+  runner(x)["y"].numpy() keeps nothing: no copy ever."""
   def __init__(self, src: Tensor):
     self.src, plain = src, src._plain_buffer()
     assert plain is not None
     self.buf = plain.buffer
+    # a view of the capture's buffer (no copy) where the device has views: a Buffer object of the caller's own, which detach can repoint
+    self.view = self.buf.view(self.buf.size, self.buf.dtype, 0) if hasattr(Device[self.buf.device].allocator, "_offset") else self.buf
     self.alias = UOp.new_buffer(self.buf.device, self.buf.size, self.buf.dtype)
-    buffers[self.alias] = self.buf
+    buffers[self.alias] = self.view.ensure_allocated()
     self.tensor = Tensor(self.alias.reshape(src.shape) if src.shape != (self.buf.size,) else self.alias)
     self.uop = self.tensor.uop
     self.refs = self._refs()
-  def _refs(self) -> tuple[int, int, int]: return sys.getrefcount(self.tensor), sys.getrefcount(self.uop), sys.getrefcount(self.alias)
+  def _refs(self) -> tuple[int, ...]:
+    return sys.getrefcount(self.tensor), sys.getrefcount(self.uop), sys.getrefcount(self.alias), sys.getrefcount(self.view)
   def held(self) -> bool: return self._refs() != self.refs
   def detach(self):
-    copy = Buffer(self.buf.device, self.buf.size, self.buf.dtype).allocate()
+    if self.view is self.buf:   # no views: the alias gets a copy (a raw Buffer held is the capture's and is overwritten)
+      copy = buffers[self.alias] = Buffer(self.buf.device, self.buf.size, self.buf.dtype).allocate()
+    else:   # the view, as everyone holding it sees it, becomes a buffer of its own holding the values
+      (copy := self.view)._release()
+      copy._base, copy.offset, copy._lb_refcount = None, 0, 0
+      copy.allocate()
     BufferCopy(self.buf.nbytes, copy.device, self.buf.device).copy(copy, self.buf)
-    buffers[self.alias] = copy
 
 def _all_nodes(graph: GraphProto, functions: list) -> list[NodeProto]:
   """The graph's nodes, with those of its subgraphs and local functions."""

@@ -121,6 +121,13 @@ def test_replayed_outputs_are_not_copied_unless_held():
   np.testing.assert_allclose(lazy.numpy(), ref(xs[5]) * 2 + 1, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(sliced.numpy(), ref(xs[5])[1:], rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(again.numpy(), ref(xs[6]), rtol=1e-5, atol=1e-6)
+  # a raw Buffer taken from an output (the Tensor itself dropped) keeps its values too
+  raw = r({"x": xs[7]})["y"].uop.buffer
+  np.testing.assert_allclose(r({"x": xs[0]})["y"].numpy(), ref(xs[0]), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(raw.numpy().reshape(2, -1), ref(xs[7]), rtol=1e-5, atol=1e-6)
+  del raw
+  first = id(r({"x": xs[1]})["y"])
+  assert id(r({"x": xs[2]})["y"]) == first   # nothing held since: no copy again
   # an output fed back as the next call's input (a Tensor, the slow path) is read before the replay overwrites anything
   sq = OnnxRunner(_model([helper.make_node("Mul", ["x", "x"], ["y"])], [_vi("x", [3])], [_vi("y", [3])]))
   v = Tensor(np.array([1.0, 2.0, 3.0], np.float32))
