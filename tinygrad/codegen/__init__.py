@@ -56,13 +56,13 @@ def add_prefetches(ctx:tuple[int|tuple[int, int], ...], sink:UOp) -> UOp|None:
   topo = sink.toposort()
   reduce_ranges = {r for u in topo if u.op is Ops.REDUCE for r in u.src[1:]}
   loops = sorted((u for u in topo if u.op is Ops.RANGE and u not in reduce_ranges), key=lambda r: r.arg)   # the global loops, outermost first
-  ahead = {e[0]: e[1] for e in ctx if isinstance(e, tuple)}
+  steps_ahead = {e[0]: e[1] for e in ctx if isinstance(e, tuple)}
   hints: list[UOp] = []
   for ld in topo:
     if ld.op is not Ops.LOAD or (ix := ld.src[0]).op is not Ops.INDEX or len(ix.src) != 2 or ix.src[0].op is not Ops.DEFINE_GLOBAL or \
        not reduce_ranges & (used := set(ix.src[1].toposort())): continue
     per_line = max(1, CACHE_LINE // ld.dtype.scalar().itemsize)
-    if (n := ahead.get(ix.src[0].arg)) is not None:
+    if (n := steps_ahead.get(ix.src[0].arg)) is not None:
       later = ix.src[1].substitute({(inner := max(reduce_ranges & used, key=lambda r: r.arg)): (inner + n).minimum(inner.src[0] - 1)})
       # (64-bit offsets: an int32 line offset must wrap before it is widened, which costs the C compiler instructions in the inner loop)
       hints += [UOp(Ops.PREFETCH, dtypes.void, (ix.src[0].index(later.cast(dtypes.int64) + off),), 1) for off in range(0, ld.dtype.count, per_line)]

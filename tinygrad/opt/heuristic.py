@@ -114,9 +114,9 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
       _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, amt), opts)
     # a GEMM's packed B panel streams from L2 through the reduce loop: the hardware prefetchers bring it to L1 too late, so each step also
     # asks for the lines about 2 KB ahead (OptOps.PREFETCH (buffer, steps)): 7-11% faster at 1024 and 2048 (AVX-512, one thread)
-    if len(reduce_axes) == 1 and k.opts.supports_prefetch and (ra := k.axes_of(AxisType.REDUCE)):
+    if len(reduce_axes) == 1 and k.opts.supports_prefetch and (inner := k.axes_of(AxisType.REDUCE)):
       for u in streamed:
-        if isinstance(step := k.sts[view_of[u.src[1].arg]].real_strides()[ra[-1]], int) and step > 0:
+        if isinstance(step := k.sts[view_of[u.src[1].arg]].real_strides()[inner[-1]], int) and step > 0:
           _try(k, Opt(OptOps.PREFETCH, None, (u.src[0].arg, max(1, 2048 // (step * itemsize)))), opts)
   # a pooling window whose rows overlap (3x3, stride 2): the taps unroll whole and a few neighbouring rows of outputs side by side share the
   # input rows their windows have in common. (Lanes on the innermost output axis would gather lane by lane through the padding's gates,
