@@ -110,10 +110,17 @@ def test_prefetch_ahead_matches_numpy(dev, ahead):
     if not ren.supports_prefetch:
       with pytest.raises(KernelOptError): k.apply_opt(Opt(OptOps.PREFETCH, None, (b_buf, ahead)))
       continue
-    opts = base + [Opt(OptOps.PREFETCH, None, (b_buf, ahead))]
-    with Context(IGNORE_OOB=0): prg = CompiledRunner(get_program(si.ast, ren, opts))
-    if dev != "PYTHON": assert "prefetch" in prg.p.src
-    np.testing.assert_allclose(run(prg, si.ast, [b.ensure_allocated() for b in si.bufs])[0].reshape(64, 64), an @ bn, rtol=1e-4, atol=1e-4)
+    # (and with B's next panel prefetched too: both kinds on one buffer)
+    for opts in (base + [Opt(OptOps.PREFETCH, None, (b_buf, ahead))], base + [Opt(OptOps.PREFETCH, None, (b_buf, ahead)), Opt(OptOps.PREFETCH, None, b_buf)]):
+      with Context(IGNORE_OOB=0): prg = CompiledRunner(get_program(si.ast, ren, opts))
+      if dev != "PYTHON": assert "prefetch" in prg.p.src
+      np.testing.assert_allclose(run(prg, si.ast, [b.ensure_allocated() for b in si.bufs])[0].reshape(64, 64), an @ bn, rtol=1e-4, atol=1e-4)
+    if base and dev != "PYTHON":   # (PYTHON's global axes are launch dimensions, no loops: no next panel to ask for)
+      k1, k2 = Kernel(si.ast, ren), Kernel(si.ast, ren)
+      for o in opts[:-1]: k1.apply_opt(o)
+      for o in opts: k2.apply_opt(o)
+      pf1, pf2 = ([u for u in full_rewrite(k.get_optimized_ast(), ren) if u.op is Ops.PREFETCH] for k in (k1, k2))
+      assert pf1 and len(pf2) > len(pf1) and {p.arg for p in pf2} == {1, 2}   # into L1 ahead in the loop, into L2 the next panel
 
 def test_row_kernels_dont():
   # a row kernel (layernorm, log_softmax: several reduces over a 16 MB row-major input) streams each row once: no panel to fetch ahead, and
