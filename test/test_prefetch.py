@@ -74,10 +74,58 @@ def test_small_l2_prefetches_smaller_weights():
   assert any(o.op is OptOps.PREFETCH for o in _opts(ast, _cpu_renderer_posing_as(PROFILES["avx2-1fma"])))
 
 def test_gemm_and_matvec_dont():
-  # two big operands (a GEMM), or nothing that reuses a panel (a batch-1 linear layer): no prefetch
+  # two big operands (a GEMM), or nothing that reuses a panel (a batch-1 linear layer): no prefetch of the next panel
   for a, b in (((1024, 1024), (1024, 1024)), ((1, 512), (512, 1000))):
     ast = (Tensor.empty(*a, device="CPU") @ Tensor.empty(*b, device="CPU")).schedule()[-1].ast
-    assert not any(o.op is OptOps.PREFETCH for o in _opts(ast))
+    assert not any(o.op is OptOps.PREFETCH and not isinstance(o.arg, tuple) for o in _opts(ast))
+
+def _packed_b(ast:UOp) -> int:
+  # the GEMM's packed B: the input the reduce (the last axis) walks a panel's width at a time, where A's row is contiguous
+  return next(u.src[0].arg for u in ast.toposort() if u.op is Ops.LOAD and u.src[1].arg.real_strides()[-1] not in (0, 1))
+
+def test_gemm_prefetches_packed_b_ahead():
+  # a packed B panel of 128 KB (1024 deep x 32 lanes) streams from L2 through the reduce loop: its loads also ask for the lines 8 steps
+  # (2 KB) ahead, into L1; an unpacked B (512: under PACKED_DOT_MIN) and a panel that fits L1 (K=128) don't
+  ast = (Tensor.empty(1024, 1024, device="CPU") @ Tensor.empty(1024, 1024, device="CPU")).schedule()[-1].ast
+  assert Opt(OptOps.PREFETCH, None, (_packed_b(ast), 8)) in _opts(ast)
+  pf = _prefetches(ast, AVX512, _opts(ast))
+  # a step of the unrolled loop reads 2 x 32 floats of B: four 64-byte lines, each asked for once, ungated, into L1
+  assert len(pf) == 4 and all(p.arg == 1 and len(p.src) == 1 and p.src[0].src[0].arg == _packed_b(ast) for p in pf)
+  with Context(IGNORE_OOB=0): assert get_program(ast, AVX512, _opts(ast)).src.count("__builtin_prefetch(") == 4
+  for a, b in (((512, 512), (512, 512)), ((1024, 128), (128, 1024)), ((1024, 1024), (1024, 1024))):
+    ast = (Tensor.empty(*a, device="CPU") @ Tensor.empty(*b, device="CPU")).schedule()[-1].ast
+    ren = AVX512 if a[1] != 1024 else _cpu_renderer_posing_as(PROFILES["avx2-1fma"])   # (an AVX2 tile's 16-lane panel: 64 KB, over L1 too)
+    assert any(o.op is OptOps.PREFETCH for o in _opts(ast, ren)) == (a[1] == 1024), (a, b)
+
+@pytest.mark.parametrize("dev", ["CPU", "LLVM", "PYTHON"])
+@pytest.mark.parametrize("ahead", [1, 8, 300])
+def test_prefetch_ahead_matches_numpy(dev, ahead):
+  # any distance, even past the loop's end (clamped to its last step), with the heuristic's tile or none: the same product, every address in
+  # bounds (IGNORE_OOB=0 proves it; the PYTHON emulator checks each prefetch it runs)
+  _device(dev)
+  rng = np.random.default_rng(ahead)
+  an, bn = rng.standard_normal((64, 96), dtype=np.float32), rng.standard_normal((96, 64), dtype=np.float32)
+  with Context(PACKED_DOT_MIN=1): sched = (Tensor(an, device=dev) @ Tensor(bn, device=dev)).schedule()
+  si, ren = sched[-1], Device[dev].renderer
+  for pre in sched[:-1]: CompiledRunner(get_program(pre.ast, ren, []))([b.ensure_allocated() for b in pre.bufs], {}, wait=True)
+  b_buf = _packed_b(si.ast)
+  lanes = len(Kernel(si.ast, ren).full_shape) - 2   # the innermost global axis: B's panel lanes (PYTHON packs nothing: B's row)
+  for base in ([], [Opt(OptOps.UPCAST, lanes, 16), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UNROLL, 0, 2)]):
+    k = Kernel(si.ast, ren)
+    if not ren.supports_prefetch:
+      with pytest.raises(KernelOptError): k.apply_opt(Opt(OptOps.PREFETCH, None, (b_buf, ahead)))
+      continue
+    # (and with B's next panel prefetched too: both kinds on one buffer)
+    for opts in (base + [Opt(OptOps.PREFETCH, None, (b_buf, ahead))], base + [Opt(OptOps.PREFETCH, None, (b_buf, ahead)), Opt(OptOps.PREFETCH, None, b_buf)]):
+      with Context(IGNORE_OOB=0): prg = CompiledRunner(get_program(si.ast, ren, opts))
+      if dev != "PYTHON": assert "prefetch" in prg.p.src
+      np.testing.assert_allclose(run(prg, si.ast, [b.ensure_allocated() for b in si.bufs])[0].reshape(64, 64), an @ bn, rtol=1e-4, atol=1e-4)
+    if base and dev != "PYTHON":   # (PYTHON's global axes are launch dimensions, no loops: no next panel to ask for)
+      k1, k2 = Kernel(si.ast, ren), Kernel(si.ast, ren)
+      for o in opts[:-1]: k1.apply_opt(o)
+      for o in opts: k2.apply_opt(o)
+      pf1, pf2 = ([u for u in full_rewrite(k.get_optimized_ast(), ren) if u.op is Ops.PREFETCH] for k in (k1, k2))
+      assert pf1 and len(pf2) > len(pf1) and {p.arg for p in pf2} == {1, 2}   # into L1 ahead in the loop, into L2 the next panel
 
 def test_row_kernels_dont():
   # a row kernel (layernorm, log_softmax: several reduces over a 16 MB row-major input) streams each row once: no panel to fetch ahead, and

@@ -139,8 +139,8 @@ def _draw_sequence(data, name:str, dev:str) -> tuple[int, list[Opt]]:
   k = Kernel(kernels[ki][0], Device[dev].renderer)
   for _ in range(data.draw(st.integers(1, 4), label="length")):
     if not (acts := get_kernel_actions(k, include_0=False)): break
-    # the few PADTO/SWAP/NOLOCALS/BLOCK actions would be drawn rarely among a hundred splits: half the draws pick among them
-    new = [i for i, a in acts.items() if a.applied_opts[-1].op in (OptOps.PADTO, OptOps.SWAP, OptOps.NOLOCALS, OptOps.BLOCK)]
+    # the few PADTO/SWAP/NOLOCALS/BLOCK/PREFETCH actions would be drawn rarely among a hundred splits: half the draws pick among them
+    new = [i for i, a in acts.items() if a.applied_opts[-1].op in (OptOps.PADTO, OptOps.SWAP, OptOps.NOLOCALS, OptOps.BLOCK, OptOps.PREFETCH)]
     k = acts[data.draw(st.sampled_from(new if new and data.draw(st.booleans(), label="new op") else sorted(acts)), label="action")]
   return ki, list(k.applied_opts)
 
@@ -166,7 +166,7 @@ def test_kernel_actions_limits():
   k = Kernel(ast, Device["CPU"].renderer)
   acts = get_kernel_actions(k)
   assert acts[0] is k and all(i == 0 or search.actions[i-1] == a.applied_opts[-1] for i, a in acts.items())
-  states = [(a.full_shape, tuple(a.axis_types), tuple(a.sts)) for a in acts.values()]
+  states = [search._state(a) for a in acts.values()]
   assert len(states) == len(set(states)), "duplicate kernels"
   assert not any(a.applied_opts for a in get_kernel_actions(k, include_0=True).values() if a is k)
   with Context(BEAM_UPCAST_MAX=4):
@@ -535,3 +535,22 @@ def test_variants_and_spills():
   for v in variants:
     prg = CompiledRunner(get_program(si.ast, Device["CPU"].renderer, v.applied_opts))
     np.testing.assert_allclose(run(prg, si.ast, bufs)[0].reshape(128, 128), want, rtol=1e-4, atol=1e-4)
+
+def test_prefetch_distance_variants_and_actions():
+  # a prefetch ahead in the reduce loop comes at half and twice the distance, and not at all; the actions offer it on the inputs, and a
+  # prefetch makes another kernel (not a duplicate of the one without)
+  si, bufs, want = matmul_item(128, seed=3)
+  k, b = Kernel(si.ast, _avx512_renderer()), _streamed_input(si.ast)
+  tile = [Opt(OptOps.UPCAST, 1, 32), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.UNROLL, 0, 2), Opt(OptOps.PREFETCH, None, (b, 8))]
+  got = {v.applied_opts[-1] for v in search._variants(k, tile) if v.applied_opts[:3] == tile[:3]}
+  assert {Opt(OptOps.PREFETCH, None, (b, 4)), Opt(OptOps.PREFETCH, None, (b, 16)), tile[2]} <= got, got
+  acts = get_kernel_actions(k, include_0=False)
+  assert {a.applied_opts[-1].arg for a in acts.values() if a.applied_opts[-1].op is OptOps.PREFETCH} >= {(b, 4), (b, 8), (b, 16)}
+  for v in [v for v in acts.values() if v.applied_opts[-1].op is OptOps.PREFETCH][:2] + search._variants(k, tile):
+    prg = CompiledRunner(get_program(si.ast, Device["CPU"].renderer, v.applied_opts))
+    np.testing.assert_allclose(run(prg, si.ast, bufs)[0].reshape(128, 128), want, rtol=1e-4, atol=1e-4)
+  with pytest.raises(KernelOptError, match="distance"): k.copy().apply_opt(Opt(OptOps.PREFETCH, None, (b, 0)))
+
+def _streamed_input(ast) -> int:
+  # the input a matmul's reduce walks a row at a time (B, row-major): its stride on the reduce axis is not 0 or 1
+  return next(u.src[0].arg for u in ast.toposort() if u.op is Ops.LOAD and u.src[1].arg.real_strides()[-1] not in (0, 1))

@@ -17,7 +17,8 @@ from tinygrad.engine.realize import method_cache  # noqa: E402
 
 QUICK, NO_BEAM = "--quick" in sys.argv, "--no-beam" in sys.argv
 BEAM_N = int(sys.argv[sys.argv.index("--beam")+1]) if "--beam" in sys.argv else 2
-REPS = 3 if QUICK else 5
+# (--single: more rounds, as the best of 5 on a machine loaded 5x over its cores still moved the ratios by 10%; REPS=n overrides)
+REPS = int(os.environ.get("REPS", 3 if QUICK else 12 if SINGLE else 5))
 
 def best_of(fxns:list, reps=REPS) -> list[float]:
   """Each function's best time of `reps` runs, the runs interleaved (round by round), so a slow spell of a loaded machine hits them all

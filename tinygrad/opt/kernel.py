@@ -40,7 +40,7 @@ class Kernel:
     self.applied_opts: list[Opt] = []
     self.tensor_core: TensorCore|None = None
     self.dont_use_locals = False   # NOLOCALS: no LOCAL/GROUP/TC splits from here on
-    self.prefetch: tuple[int, ...] = ()   # PREFETCH: buffers whose next panel the reduce prefetches
+    self.prefetch: tuple[int|tuple[int, int], ...] = ()   # PREFETCH: buffers whose next panel the reduce prefetches, (buffer, n) n ahead
     self.reduceops = [u for u in ast.toposort() if u.op is Ops.REDUCE_AXIS]
     self.view_uops = [u for u in ast.toposort() if u.op is Ops.VIEW]
     sts: list[ShapeTracker] = [v.arg for v in self.view_uops]
@@ -207,12 +207,15 @@ class Kernel:
       self._permute(list(range(first)) + [axis] + [i for i in range(first, self.shape_len) if i != axis])
     elif opt.op is OptOps.PREFETCH:
       # a hint, no change of shape: the reduce's loads of buffer arg also prefetch what they will read at the next step of the global loops
-      # they walk (the next weight panel, fetched while the loops inside reuse this one; codegen/__init__.py add_prefetches)
+      # they walk (the next weight panel, fetched while the loops inside reuse this one); of arg (buffer, n), what they read n iterations
+      # later in the innermost reduce loop (codegen/__init__.py add_prefetches)
       check(self.opts.supports_prefetch, opt, f"{self.opts.device} renders no prefetch")
-      check(isinstance(buf := opt.arg, int) and buf in {u.src[0].arg for u in self.ast.toposort() if u.op is Ops.LOAD}, opt,
-            f"the kernel loads no buffer {opt.arg}")
-      check(buf not in self.prefetch, opt, f"buffer {buf} is already prefetched")
-      self.prefetch += (cast(int, buf),)
+      buf, ahead = opt.arg if isinstance(opt.arg, tuple) and len(opt.arg) == 2 else (opt.arg, 1)
+      check(isinstance(buf, int) and buf in {u.src[0].arg for u in self.ast.toposort() if u.op is Ops.LOAD}, opt, f"the kernel loads no buffer {buf}")
+      check(isinstance(ahead, int) and ahead >= 1, opt, f"prefetch distance must be an int >= 1, got {ahead}")
+      check(bool(self.reduceops), opt, "only a reduce's loads prefetch")
+      check(opt.arg not in self.prefetch, opt, f"buffer {buf} is already prefetched")
+      self.prefetch += (cast(int|tuple[int, int], opt.arg),)
     elif opt.op is OptOps.NOLOCALS:
       # a marker: the kernel keeps every axis a global (a plain loop on the CPU), and the search skips workgroup opts after it
       check(not self.dont_use_locals, opt, "NOLOCALS is already applied")

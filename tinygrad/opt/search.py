@@ -31,6 +31,8 @@ actions += [Opt(OptOps.THREAD, 0, n) for n in _thread_counts()]
 # padding lets a later split divide an odd axis; swapping reorders the global loops
 actions += [Opt(OptOps.PADTO, axis, amt) for amt in (8, 16, 32) for axis in range(3)]
 actions += [Opt(OptOps.SWAP, axis, other) for axis in range(3) for other in range(axis+1, 3)]
+# a reduce's loads of one input also prefetch what they read a few steps later (a GEMM's packed B panel, which L2 feeds too late)
+actions += [Opt(OptOps.PREFETCH, None, (buf, ahead)) for buf in (1, 2) for ahead in (4, 8, 16)]
 # workgroup opts, only offered to renderers with locals (illegal ones raise KernelOptError and are skipped)
 local_actions: list[Opt] = [Opt(OptOps.LOCAL, axis, amt) for amt in (2, 3, 4, 8, 13, 16, 29) for axis in range(6)]
 local_actions += [Opt(op, axis, amt) for op in (OptOps.GROUP, OptOps.GROUPTOP) for amt in (0, 4, 8, 16) for axis in range(3)]
@@ -38,7 +40,7 @@ local_actions += [Opt(OptOps.NOLOCALS)]
 
 def _state(k:Kernel) -> tuple:
   # two opt lists that leave the same shape, axis kinds and views make the same program (NOLOCALS only closes off the workgroup opts)
-  return (k.full_shape, tuple(k.axis_types), tuple(k.sts), k.dont_use_locals)
+  return (k.full_shape, tuple(k.axis_types), tuple(k.sts), k.dont_use_locals, k.prefetch)
 
 def _spills(k:Kernel) -> bool:
   # a reduce's upcast outputs are its accumulators: more than the machine model's vector registers hold (less a loaded row and a
@@ -52,6 +54,11 @@ def _variants(k:Kernel, opts:list[Opt]) -> list[Kernel]:
   some input is broadcast on: as many accumulators in another shape (a GEMM's 8 rows x 32 lanes as 4 rows x 64 lanes: two B panels)."""
   ret: list[Kernel] = []
   for i, o in enumerate(opts):
+    # (and a prefetch's distance halved or doubled, or no prefetch)
+    if o.op is OptOps.PREFETCH and isinstance(o.arg, tuple):
+      for v in (_rebuild(k, k.applied_opts + opts[:i] + ([replace(o, arg=(o.arg[0], d))] if d else []) + opts[i+1:]) for d in
+                (o.arg[1] // 2, o.arg[1] * 2, 0)):
+        if v is not None: ret.append(v)
     if o.op not in (OptOps.UPCAST, OptOps.UNROLL, OptOps.BLOCK) or not isinstance(o.arg, int) or o.arg < 2: continue
     for arg in (o.arg // 2, o.arg * 2):
       if (v := _rebuild(k, base := k.applied_opts + opts[:i] + ([replace(o, arg=arg)] if arg > 1 else []) + opts[i+1:])) is None: continue

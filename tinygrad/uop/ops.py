@@ -688,7 +688,8 @@ class KernelInfo:
   applied_opts: tuple = ()   # the Opts that made this kernel
   # the WMMA arg (name, dims, dtype_in, dtype_out, device, threads, (A, B, C lane axes), K lane axes) when the reduce runs on a tensor core
   tensor_core: tuple|None = None
-  prefetch: tuple[int, ...] = ()   # the buffers (DEFINE_GLOBAL args) whose loads in the reduce prefetch their next panel (codegen/prefetch)
+  prefetch: tuple[int|tuple[int, int], ...] = ()   # buffers (DEFINE_GLOBAL args) whose next panel the reduce prefetches, or (buffer, n):
+                                                   # its lines n iterations ahead (codegen/prefetch)
   @property
   def global_dims(self) -> int: return sum(1 for a in self.axis_types if a in (AxisType.GLOBAL, AxisType.THREAD))
 
