@@ -174,6 +174,7 @@ def _unpack(raw:memoryview, dtype:DType, count:int) -> list:
   return list(struct.unpack(f"={count}{dtype.fmt}", raw))
 
 def _nested_shape(data:Any) -> tuple[int, ...]:
+  if _is_numpy(data): return tuple(data.shape)
   if not isinstance(data, (list, tuple, range)): return ()
   if len(data) == 0: return (0,)
   shapes = [_nested_shape(x) for x in data]
@@ -305,6 +306,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       elif isinstance(data, (list, tuple, range)):
         shape, flat = _nested_shape(data), fully_flatten(data)
         dt = dt or dtypes.from_py(flat)
+        flat = [x.item() if _is_numpy(x) else x for x in flat]   # numpy scalars and arrays in a list, as torch takes them
         _check_int_range(flat, dt)
         uop = _buffer_uop(_pack(flat, dt), shape, dt, dev)
       else:
