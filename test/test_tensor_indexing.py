@@ -251,6 +251,8 @@ def test_masked_select_and_fill(device):
   compare(lambda x, m: x.masked_fill(m, Tensor(3.0)), lambda x, m: x.masked_fill(m, torch.tensor(3.0)), [X, mask[0]])
   xi = (X * 10).astype(np.int32)
   compare(lambda x, m: x.masked_fill(m, 7.9), lambda x, m: x.masked_fill(m, 7.9), [xi, mask], grad=())
+  # an int64 fill beyond int32 (it was made an int32 Tensor first and refused)
+  compare(lambda x, m: x.masked_fill(m, 2**40 + 1), lambda x, m: x.masked_fill(m, 2**40 + 1), [xi.astype(np.int64), mask], grad=())
   with pytest.raises(TypeError, match="masked_select: mask must be a bool tensor, got dtypes.int"): Tensor(X).masked_select(Tensor([1]))
   with pytest.raises(TypeError, match="masked_fill: mask must be a bool tensor, got dtypes.int"): Tensor(X).masked_fill(Tensor([1]), 0)
 

@@ -2180,7 +2180,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     """value where mask (broadcast) is True, self elsewhere; keeps self's dtype."""
     if mask.dtype != dtypes.bool: raise TypeError(f"masked_fill: mask must be a bool tensor, got {mask.dtype}")
     if isinstance(value, Tensor) and value.ndim != 0: raise ValueError(f"masked_fill: value must be a scalar or 0-d tensor, got shape {value.shape}")
-    fill = value.cast(self.dtype) if isinstance(value, Tensor) else Tensor(value, self.device).cast(self.dtype)
+    fill = value.cast(self.dtype) if isinstance(value, Tensor) else self.ufix(value).cast(self.dtype)
     return mask.where(fill, self)
   def one_hot(self, num_classes:int=-1) -> Tensor:
     """int32 one-hot of an int tensor along a new last dim; num_classes=-1 takes max + 1 (this reads the tensor)."""
