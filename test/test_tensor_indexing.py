@@ -149,6 +149,10 @@ def test_setitem_scalars_broadcast_and_dtypes(device):
   assert b.tolist() == [False, True, True]
   t[1:1] = 3  # an empty selection changes nothing
   np.testing.assert_equal(t.numpy(), want)
+  # an int64 value beyond int32 into an int64 tensor, as torch writes it (it became an int32 Tensor first and was refused)
+  big, ref = Tensor([0, 1, 2], dtype=dtypes.int64).realize(), torch.tensor([0, 1, 2])
+  big[1], ref[1] = 2**40 + 1, 2**40 + 1
+  assert big.tolist() == ref.tolist()
 
 def test_setitem_through_a_view_and_lazy(device):
   base = Tensor(np.zeros((3, 4), np.float32)).realize()

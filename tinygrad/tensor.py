@@ -1440,7 +1440,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     idx, advanced = self._index_entries(indices)
     x, plan = self._basic_index(idx)
     target_shape = x._advanced_gather(advanced).shape if advanced else x.shape
-    vt = (v if isinstance(v, Tensor) else Tensor(v, self.device)).cast(self.dtype)
+    # a Python scalar takes self's dtype (an int64 value beyond int32 fits), anything else makes a Tensor of its own
+    vt = (v if isinstance(v, Tensor) else self.ufix(v) if isinstance(v, (bool, int, float)) else Tensor(v, self.device)).cast(self.dtype)
     if vt.device != self.device: raise ValueError(f"setitem: the value is on {vt.device}, the tensor on {self.device}")
     try: vt = vt._broadcast_to(target_shape)
     except ValueError: raise ValueError(f"setitem: a value of shape {vt.shape} can't be broadcast to the indexed shape {target_shape}") from None
