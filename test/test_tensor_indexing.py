@@ -360,3 +360,15 @@ def test_rearrange(device):
 def test_view_dtype(device):
   compare(lambda x: x.view(dtypes.int32), lambda x: x.view(torch.int32), [X], grad=())
   compare(lambda x: x.view(-1, 5), lambda x: x.view(-1, 5), [X])
+
+def test_slice_with_bound_variable():
+  # a bound Variable as a slice bound (a kv-cache's x[:, :start_pos+n]): one symbolic view, the values of the bound length
+  # (a symbolic start works too, but the kernel OOB check can't relate its offset to the symbolic length and refuses it)
+  from tinygrad import Variable
+  x = np.arange(40, dtype=np.float32).reshape(10, 4)
+  for n in (2, 6):
+    v = Variable("n", 1, 8).bind(n)
+    np.testing.assert_equal(Tensor(x)[:v].sum(0).numpy(), x[:n].sum(0))
+    np.testing.assert_equal(Tensor(x)[:v, 1:3].sum(0).numpy(), x[:n, 1:3].sum(0))
+    np.testing.assert_equal(Tensor(x)[1:v+1].sum(0).numpy(), x[1:n+1].sum(0))
+  with pytest.raises(NotImplementedError, match="step 1"): Tensor(x)[:Variable("n", 1, 8).bind(3):2]
