@@ -917,7 +917,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def exp(self) -> Tensor:
     """e**x, one op: devices without it get uop/transcendental.py's xexp (the reduction of _exp_reduce, in the kernel)"""
     x, out = self._float_cast()
-    return x._float_op(Ops.EXP).cast(out)
+    if out == x.dtype: return x._float_op(Ops.EXP)
+    # half and bfloat16: the derivative is the rounded result, as torch's grad * result, so an overflow to inf meets a 0 gradient as nan
+    return self._smooth(lambda x: x._float_op(Ops.EXP), lambda x, y: y.cast(out).cast(x.dtype))
   def log(self) -> Tensor:
     x, out = self._float_cast()
     return (x.log2() * math.log(2)).cast(out)
