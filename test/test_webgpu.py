@@ -89,6 +89,12 @@ def test_nan_inf():
   np.testing.assert_equal((x * 2).numpy(), np.array([2.0, np.inf, -np.inf, np.nan, 0.0], dtype=np.float32))
   np.testing.assert_equal((1 / Tensor([0.0, -0.0], device="WEBGPU")).numpy(), [np.inf, -np.inf])
 
+def test_float_to_uint32_past_int32():
+  # a float32 at or past 2**31 casts to uint32 as on the CPU (through i32 it saturated at 2147483520); -1.0 stays all ones
+  v = np.array([3e9, 2147483648.0, 4294967040.0, 2147483520.0, -1.0, 0.5], dtype=np.float32)
+  assert Tensor(v, device="WEBGPU").cast(dtypes.uint32).tolist() == Tensor(v, device="CPU").cast(dtypes.uint32).tolist() == \
+    [3000000000, 2147483648, 4294967040, 2147483520, 4294967295, 0]
+
 def test_not_equal_with_nan_is_true():
   # the shader compiler turns a != b into an ordered compare (false when a nan is in it): the renderer tests nan on the bits
   a = np.array([-4.0, 1.0, np.nan, 2.0, np.inf], dtype=np.float32)

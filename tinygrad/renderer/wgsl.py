@@ -161,7 +161,10 @@ class WGSLRenderer(CStyleLanguage):
       if dtypes.is_float(to_dt): return f"{self.render_dtype(to_dt)}(tg_u64f({expr}, {str(not dtypes.is_unsigned(from_dt)).lower()}))"
       return self.render_cast(f"({expr}).x", dtypes.uint32, to_dt)
     # floats to unsigned go through i32, so -1.0 is all ones (as in C) instead of WGSL's saturating 0
-    if dtypes.is_unsigned(to_dt) and dtypes.is_float(from_dt): expr = f"i32({expr})"
+    if dtypes.is_unsigned(to_dt) and dtypes.is_float(from_dt):
+      # ... but i32 saturates at 2**31: a uint32 from a float32 past it converts directly
+      if to_dt == dtypes.uint32 and from_dt == dtypes.float32: return f"select(u32(i32({expr})), u32({expr}), {expr} >= 2147483648.0f)"
+      expr = f"i32({expr})"
     return self.wrap(f"{self.render_dtype(to_dt)}({expr})", to_dt)
   def _bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str:
     if from_dt == to_dt: return expr
