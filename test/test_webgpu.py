@@ -89,6 +89,14 @@ def test_nan_inf():
   np.testing.assert_equal((x * 2).numpy(), np.array([2.0, np.inf, -np.inf, np.nan, 0.0], dtype=np.float32))
   np.testing.assert_equal((1 / Tensor([0.0, -0.0], device="WEBGPU")).numpy(), [np.inf, -np.inf])
 
+def test_float_division_by_constant_zero():
+  # WGSL leaves x / 0.0 indeterminate (lavapipe gave 0 or garbage): torch's inf, -inf and nan, and std over one element is nan
+  x = np.array([1.0, -1.0, 0.0, np.nan], dtype=np.float32)
+  for dt in (dtypes.float32, dtypes.float16):
+    np.testing.assert_equal(Tensor(x, device="WEBGPU", dtype=dt).div(0).numpy(), np.array([np.inf, -np.inf, np.nan, np.nan], dtype=np.float32))
+  np.testing.assert_equal((Tensor(x[:3], device="WEBGPU") / -0.0).numpy(), [-np.inf, np.inf, np.nan])
+  np.testing.assert_equal(Tensor([[1.0], [2.0]], device="WEBGPU").std(1).numpy(), [np.nan, np.nan])
+
 def test_float_to_uint32_past_int32():
   # a float32 at or past 2**31 casts to uint32 as on the CPU (through i32 it saturated at 2147483520); -1.0 stays all ones
   v = np.array([3e9, 2147483648.0, 4294967040.0, 2147483520.0, -1.0, 0.5], dtype=np.float32)

@@ -222,6 +222,9 @@ class WGSLRenderer(CStyleLanguage):
       if (wfxn := _WIDE_OPS.get(op)) is None: raise NotImplementedError(f"WEBGPU emulates {wide} with two 32-bit words and has no {op} for it")
       return wfxn(*ops, not dtypes.is_unsigned(wide))
     if (fxn := self.code_for_op.get(op)) is None: raise NotImplementedError(f"WGSLRenderer can't render {op}")
+    # x / 0.0 is an indeterminate value in WGSL (lavapipe gives 0 or garbage): x * inf is IEEE's x / 0 (0 * inf is nan, like 0 / 0)
+    if op is Ops.FDIV and x.src[1].op is Ops.CONST and x.src[1].arg == 0:
+      return f"({ops[0]}*{self.render_const(math.copysign(math.inf, x.src[1].arg), x.src[1].dtype)})"
     ret = fxn(*ops, dtype=dt)
     # an int divided by 0 gives 0 (as on the other devices), where WGSL gives the dividend
     if op is Ops.IDIV and not _nonzero_const(x.src[1]): ret = f"select({ret}, {self.render_const(0, dt)}, {ops[1]} == {self.render_const(0, dt)})"
