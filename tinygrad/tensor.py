@@ -1364,7 +1364,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       elif isinstance(i.start, UOp) or isinstance(i.stop, UOp):
         # a bound Variable as a bound: a symbolic length, step 1, not clamped (as shrink takes it)
         if i.step not in (None, 1): raise NotImplementedError(f"a slice with a symbolic bound needs step 1, got {i.step}")
-        start, stop = (size + b if isinstance(b, int) and b < 0 else b for b in (0 if i.start is None else i.start, size if i.stop is None else i.stop))
+        ends = (0 if i.start is None else i.start, size if i.stop is None else i.stop)
+        start, stop = (size + b if isinstance(b, int) and b < 0 else b for b in ends)
         bounds.append((start, stop)); flips.append(False); strides.append(1); counts.append(stop - start); out_shape.append(stop - start)
       else:
         start, stop, step = i.indices(size)
