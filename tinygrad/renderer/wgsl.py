@@ -16,6 +16,15 @@ _SMALL_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
 _WIDE = (dtypes.int64, dtypes.uint64)
 # long division, one bit a step, unrolled: lavapipe counts a helper's loop iterations against the thread's loop limit (Renderer.loop_max)
 _DIV_STEP = "  r = tg_shl64(r, 1u); r.x = r.x | ((n.{w} >> {b}u) & 1u); if (!tg_ult64(r, d)) {{ r = tg_sub64(r, d); q.{w} = q.{w} | (1u << {b}u); }}"
+# C fmod, exact (WGSL's % is x - y * trunc(x / y) in f32: 1e10 % 7 gave 0): take off the divisor scaled by a power of two to just under the
+# remainder, each subtraction exact (Sterbenz), at least one exponent less a step
+_FMOD_HELPER = """fn tg_fmod(x: f32, y: f32) -> f32 {
+  var r = abs(x); let b = abs(y);
+  if (tg_isnan(x) || tg_isnan(y) || r == tg_f(0x7f800000u) || b == 0.0) { return tg_f(0x7fc00000u); }
+  if (b == tg_f(0x7f800000u)) { return x; }
+  for (var i = 0; i < 300 && r >= b; i++) { var d = ldexp(b, frexp(r).exp - frexp(b).exp); if (d > r) { d = d * 0.5; } r = r - d; }
+  return select(r, -r, (bitcast<u32>(x) & 0x80000000u) != 0u);
+}"""
 _WIDE_HELPERS = """fn tg_add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
   let lo = a.x + b.x; return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
 }
@@ -111,7 +120,9 @@ class WGSLRenderer(CStyleLanguage):
   code_for_op = {**{k: v for k, v in CStyleLanguage.code_for_op.items() if k not in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)},
                  Ops.MAX: lambda a, b, dtype: f"select({a}, {b}, {b} > {a})", Ops.WHERE: lambda c, a, b, dtype: f"select({b}, {a}, {c})",
                  Ops.SHL: lambda a, b, dtype: f"({a} << u32({b}))", Ops.SHR: lambda a, b, dtype: f"({a} >> u32({b}))",
-                 Ops.MOD: lambda a, b, dtype: f"({a} % {b})", Ops.RECIP: lambda a, dtype: f"(1.0 / {a})",
+                 Ops.MOD: lambda a, b, dtype: f"({a} % {b})" if not dtypes.is_float(dtype) else
+                   f"tg_fmod({a}, {b})" if dtype == dtypes.float32 else f"f16(tg_fmod(f32({a}), f32({b})))",
+                 Ops.RECIP: lambda a, dtype: f"(1.0 / {a})",
                  Ops.NEG: lambda a, dtype: f"(!{a})" if dtype == dtypes.bool else f"(0u - {a})" if dtypes.is_unsigned(dtype) else f"(-{a})"}
   string_rewrite = wgsl_rewrite
   def __init__(self, f16:bool=False):
@@ -246,6 +257,7 @@ class WGSLRenderer(CStyleLanguage):
       "fn tg_h2bits(x: f16) -> u32 { return pack2x16float(vec2<f32>(f32(x), 0.0)); }",
       "fn tg_bits2h(x: u32) -> f16 { return f16(unpack2x16float(x & 0xffffu).x); }"]
     if any(u.dtype.base.scalar() in _WIDE for u in uops): head += _WIDE_HELPERS.splitlines()
+    if any(u.op is Ops.MOD and dtypes.is_float(u.dtype) for u in uops): head += _FMOD_HELPER.splitlines()
     head += [f"@group(0) @binding({i}) {p}" for i, p in enumerate(bufs)]
     if vars_: head += ["struct Vars { " + ", ".join(vars_) + " }", f"@group(0) @binding({len(bufs)}) var<uniform> tg_vars: Vars;"]
     head += [line.strip() for line in kernel if line.strip().startswith("var<workgroup>")]
