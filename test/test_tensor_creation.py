@@ -220,3 +220,12 @@ def test_multinomial_errors():
   with pytest.raises(ValueError, match=r"multinomial: weights must be 1-D or 2-D, got shape \(\)"): Tensor(1.0).multinomial()
   with pytest.raises(ValueError, match="multinomial: can't take 3 samples without replacement from 2 categories"): Tensor([1., 2.]).multinomial(3)
   with pytest.raises(ValueError, match="multinomial: num_samples must be an int > 0, got 0"): Tensor([1., 2.]).multinomial(0)
+
+# numpy scalars and arrays inside a Python list: torch takes them, each keeping its dtype (np.float64 is a Python float too)
+@pytest.mark.parametrize("data", [[np.float32(0.1)], [np.int64(3), 4], [np.float64(1.0), 2.5], [np.bool_(True), np.bool_(False)],
+                                  [np.array([1.5, 2.0]), np.array([3.0, 4.0])], [[np.int8(-1), np.int8(5)]], [np.uint8(200), np.uint8(3)]])
+def test_list_of_numpy_values(data):
+  want = torch.tensor(data)
+  got = Tensor(data).numpy()
+  assert got.dtype == want.numpy().dtype, (got.dtype, want.dtype)
+  np.testing.assert_equal(got, want.numpy())

@@ -149,6 +149,10 @@ def test_setitem_scalars_broadcast_and_dtypes(device):
   assert b.tolist() == [False, True, True]
   t[1:1] = 3  # an empty selection changes nothing
   np.testing.assert_equal(t.numpy(), want)
+  # an int64 value beyond int32 into an int64 tensor, as torch writes it (it became an int32 Tensor first and was refused)
+  big, ref = Tensor([0, 1, 2], dtype=dtypes.int64).realize(), torch.tensor([0, 1, 2])
+  big[1], ref[1] = 2**40 + 1, 2**40 + 1
+  assert big.tolist() == ref.tolist()
 
 def test_setitem_through_a_view_and_lazy(device):
   base = Tensor(np.zeros((3, 4), np.float32)).realize()
@@ -251,6 +255,8 @@ def test_masked_select_and_fill(device):
   compare(lambda x, m: x.masked_fill(m, Tensor(3.0)), lambda x, m: x.masked_fill(m, torch.tensor(3.0)), [X, mask[0]])
   xi = (X * 10).astype(np.int32)
   compare(lambda x, m: x.masked_fill(m, 7.9), lambda x, m: x.masked_fill(m, 7.9), [xi, mask], grad=())
+  # an int64 fill beyond int32 (it was made an int32 Tensor first and refused)
+  compare(lambda x, m: x.masked_fill(m, 2**40 + 1), lambda x, m: x.masked_fill(m, 2**40 + 1), [xi.astype(np.int64), mask], grad=())
   with pytest.raises(TypeError, match="masked_select: mask must be a bool tensor, got dtypes.int"): Tensor(X).masked_select(Tensor([1]))
   with pytest.raises(TypeError, match="masked_fill: mask must be a bool tensor, got dtypes.int"): Tensor(X).masked_fill(Tensor([1]), 0)
 
@@ -354,3 +360,15 @@ def test_rearrange(device):
 def test_view_dtype(device):
   compare(lambda x: x.view(dtypes.int32), lambda x: x.view(torch.int32), [X], grad=())
   compare(lambda x: x.view(-1, 5), lambda x: x.view(-1, 5), [X])
+
+def test_slice_with_bound_variable():
+  # a bound Variable as a slice bound (a kv-cache's x[:, :start_pos+n]): one symbolic view, the values of the bound length
+  # (a symbolic start works too, but the kernel OOB check can't relate its offset to the symbolic length and refuses it)
+  from tinygrad import Variable
+  x = np.arange(40, dtype=np.float32).reshape(10, 4)
+  for n in (2, 6):
+    v = Variable("n", 1, 8).bind(n)
+    np.testing.assert_equal(Tensor(x)[:v].sum(0).numpy(), x[:n].sum(0))
+    np.testing.assert_equal(Tensor(x)[:v, 1:3].sum(0).numpy(), x[:n, 1:3].sum(0))
+    np.testing.assert_equal(Tensor(x)[1:v+1].sum(0).numpy(), x[1:n+1].sum(0))
+  with pytest.raises(NotImplementedError, match="step 1"): Tensor(x)[:Variable("n", 1, 8).bind(3):2]

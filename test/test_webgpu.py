@@ -89,6 +89,30 @@ def test_nan_inf():
   np.testing.assert_equal((x * 2).numpy(), np.array([2.0, np.inf, -np.inf, np.nan, 0.0], dtype=np.float32))
   np.testing.assert_equal((1 / Tensor([0.0, -0.0], device="WEBGPU")).numpy(), [np.inf, -np.inf])
 
+def test_float_division_by_constant_zero():
+  # WGSL leaves x / 0.0 indeterminate (lavapipe gave 0 or garbage): torch's inf, -inf and nan, and std over one element is nan
+  x = np.array([1.0, -1.0, 0.0, np.nan], dtype=np.float32)
+  for dt in (dtypes.float32, dtypes.float16):
+    np.testing.assert_equal(Tensor(x, device="WEBGPU", dtype=dt).div(0).numpy(), np.array([np.inf, -np.inf, np.nan, np.nan], dtype=np.float32))
+  np.testing.assert_equal((Tensor(x[:3], device="WEBGPU") / -0.0).numpy(), [-np.inf, np.inf, np.nan])
+  np.testing.assert_equal(Tensor([[1.0], [2.0]], device="WEBGPU").std(1).numpy(), [np.nan, np.nan])
+
+def test_float_mod_is_exact():
+  # WGSL's % on floats is x - y * trunc(x / y) in f32 (1e10 % 7 gave 0): fmod is exact, signs, -0.0 and infinities as torch has them
+  torch = pytest.importorskip("torch")
+  v = [1e10, -1e10, 3e9, 10.5, -10.5, 0.0, -0.0, np.inf, np.nan, 1e-30, -7.0, 3.4e38]
+  for d in (7.0, -7.0, 0.3, np.inf):
+    np.testing.assert_equal(Tensor(v, device="WEBGPU").fmod(d).numpy(), torch.tensor(v).fmod(d).numpy())
+    np.testing.assert_equal((Tensor(v, device="WEBGPU") % d).numpy(), (torch.tensor(v) % d).numpy())
+  h = [100.5, -3.25, 60000.0]
+  np.testing.assert_equal((Tensor(h, device="WEBGPU", dtype=dtypes.float16) % 7).numpy(), (torch.tensor(h, dtype=torch.float16) % 7).numpy())
+
+def test_float_to_uint32_past_int32():
+  # a float32 at or past 2**31 casts to uint32 as on the CPU (through i32 it saturated at 2147483520); -1.0 stays all ones
+  v = np.array([3e9, 2147483648.0, 4294967040.0, 2147483520.0, -1.0, 0.5], dtype=np.float32)
+  assert Tensor(v, device="WEBGPU").cast(dtypes.uint32).tolist() == Tensor(v, device="CPU").cast(dtypes.uint32).tolist() == \
+    [3000000000, 2147483648, 4294967040, 2147483520, 4294967295, 0]
+
 def test_not_equal_with_nan_is_true():
   # the shader compiler turns a != b into an ordered compare (false when a nan is in it): the renderer tests nan on the bits
   a = np.array([-4.0, 1.0, np.nan, 2.0, np.inf], dtype=np.float32)

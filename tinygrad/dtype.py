@@ -174,6 +174,7 @@ class dtypes:
   def is_bool(x: DType) -> bool: return x.scalar() == dtypes.bool
   @staticmethod
   def from_py(x: Any) -> DType:
+    if type(x).__module__ == "numpy" and getattr(x, "shape", None) == (): return to_dtype(x.dtype.name)   # a numpy scalar keeps its dtype, like torch
     if isinstance(x, bool): return dtypes.bool
     if isinstance(x, float): return dtypes.default_float
     if isinstance(x, int): return dtypes.default_int

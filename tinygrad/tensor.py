@@ -174,6 +174,7 @@ def _unpack(raw:memoryview, dtype:DType, count:int) -> list:
   return list(struct.unpack(f"={count}{dtype.fmt}", raw))
 
 def _nested_shape(data:Any) -> tuple[int, ...]:
+  if _is_numpy(data): return tuple(data.shape)
   if not isinstance(data, (list, tuple, range)): return ()
   if len(data) == 0: return (0,)
   shapes = [_nested_shape(x) for x in data]
@@ -305,6 +306,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       elif isinstance(data, (list, tuple, range)):
         shape, flat = _nested_shape(data), fully_flatten(data)
         dt = dt or dtypes.from_py(flat)
+        flat = [x.item() if _is_numpy(x) else x for x in flat]   # numpy scalars and arrays in a list, as torch takes them
         _check_int_range(flat, dt)
         uop = _buffer_uop(_pack(flat, dt), shape, dt, dev)
       else:
@@ -915,7 +917,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def exp(self) -> Tensor:
     """e**x, one op: devices without it get uop/transcendental.py's xexp (the reduction of _exp_reduce, in the kernel)"""
     x, out = self._float_cast()
-    return x._float_op(Ops.EXP).cast(out)
+    if out == x.dtype: return x._float_op(Ops.EXP)
+    # half and bfloat16: the derivative is the rounded result, as torch's grad * result, so an overflow to inf meets a 0 gradient as nan
+    return self._smooth(lambda x: x._float_op(Ops.EXP), lambda x, y: y.cast(out).cast(x.dtype))
   def log(self) -> Tensor:
     x, out = self._float_cast()
     return (x.log2() * math.log(2)).cast(out)
@@ -1357,6 +1361,12 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
         if not -size <= i < size: raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
         i = i % size
         bounds.append((i, i+1)); flips.append(False); strides.append(1); counts.append(1)
+      elif isinstance(i.start, UOp) or isinstance(i.stop, UOp):
+        # a bound Variable as a bound: a symbolic length, step 1, not clamped (as shrink takes it)
+        if i.step not in (None, 1): raise NotImplementedError(f"a slice with a symbolic bound needs step 1, got {i.step}")
+        ends = (0 if i.start is None else i.start, size if i.stop is None else i.stop)
+        start, stop = (size + b if isinstance(b, int) and b < 0 else b for b in ends)
+        bounds.append((start, stop)); flips.append(False); strides.append(1); counts.append(stop - start); out_shape.append(stop - start)
       else:
         start, stop, step = i.indices(size)
         count = len(range(start, stop, step))
@@ -1438,7 +1448,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     idx, advanced = self._index_entries(indices)
     x, plan = self._basic_index(idx)
     target_shape = x._advanced_gather(advanced).shape if advanced else x.shape
-    vt = (v if isinstance(v, Tensor) else Tensor(v, self.device)).cast(self.dtype)
+    # a Python scalar takes self's dtype (an int64 value beyond int32 fits), anything else makes a Tensor of its own
+    vt = (v if isinstance(v, Tensor) else self.ufix(v) if isinstance(v, (bool, int, float)) else Tensor(v, self.device)).cast(self.dtype)
     if vt.device != self.device: raise ValueError(f"setitem: the value is on {vt.device}, the tensor on {self.device}")
     try: vt = vt._broadcast_to(target_shape)
     except ValueError: raise ValueError(f"setitem: a value of shape {vt.shape} can't be broadcast to the indexed shape {target_shape}") from None
@@ -2178,7 +2189,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     """value where mask (broadcast) is True, self elsewhere; keeps self's dtype."""
     if mask.dtype != dtypes.bool: raise TypeError(f"masked_fill: mask must be a bool tensor, got {mask.dtype}")
     if isinstance(value, Tensor) and value.ndim != 0: raise ValueError(f"masked_fill: value must be a scalar or 0-d tensor, got shape {value.shape}")
-    fill = value.cast(self.dtype) if isinstance(value, Tensor) else Tensor(value, self.device).cast(self.dtype)
+    fill = value.cast(self.dtype) if isinstance(value, Tensor) else self.ufix(value).cast(self.dtype)
     return mask.where(fill, self)
   def one_hot(self, num_classes:int=-1) -> Tensor:
     """int32 one-hot of an int tensor along a new last dim; num_classes=-1 takes max + 1 (this reads the tensor)."""

@@ -16,6 +16,15 @@ _SMALL_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
 _WIDE = (dtypes.int64, dtypes.uint64)
 # long division, one bit a step, unrolled: lavapipe counts a helper's loop iterations against the thread's loop limit (Renderer.loop_max)
 _DIV_STEP = "  r = tg_shl64(r, 1u); r.x = r.x | ((n.{w} >> {b}u) & 1u); if (!tg_ult64(r, d)) {{ r = tg_sub64(r, d); q.{w} = q.{w} | (1u << {b}u); }}"
+# C fmod, exact (WGSL's % is x - y * trunc(x / y) in f32: 1e10 % 7 gave 0): take off the divisor scaled by a power of two to just under the
+# remainder, each subtraction exact (Sterbenz), at least one exponent less a step
+_FMOD_HELPER = """fn tg_fmod(x: f32, y: f32) -> f32 {
+  var r = abs(x); let b = abs(y);
+  if (tg_isnan(x) || tg_isnan(y) || r == tg_f(0x7f800000u) || b == 0.0) { return tg_f(0x7fc00000u); }
+  if (b == tg_f(0x7f800000u)) { return x; }
+  for (var i = 0; i < 300 && r >= b; i++) { var d = ldexp(b, frexp(r).exp - frexp(b).exp); if (d > r) { d = d * 0.5; } r = r - d; }
+  return select(r, -r, (bitcast<u32>(x) & 0x80000000u) != 0u);
+}"""
 _WIDE_HELPERS = """fn tg_add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
   let lo = a.x + b.x; return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
 }
@@ -111,7 +120,9 @@ class WGSLRenderer(CStyleLanguage):
   code_for_op = {**{k: v for k, v in CStyleLanguage.code_for_op.items() if k not in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)},
                  Ops.MAX: lambda a, b, dtype: f"select({a}, {b}, {b} > {a})", Ops.WHERE: lambda c, a, b, dtype: f"select({b}, {a}, {c})",
                  Ops.SHL: lambda a, b, dtype: f"({a} << u32({b}))", Ops.SHR: lambda a, b, dtype: f"({a} >> u32({b}))",
-                 Ops.MOD: lambda a, b, dtype: f"({a} % {b})", Ops.RECIP: lambda a, dtype: f"(1.0 / {a})",
+                 Ops.MOD: lambda a, b, dtype: f"({a} % {b})" if not dtypes.is_float(dtype) else
+                   f"tg_fmod({a}, {b})" if dtype == dtypes.float32 else f"f16(tg_fmod(f32({a}), f32({b})))",
+                 Ops.RECIP: lambda a, dtype: f"(1.0 / {a})",
                  Ops.NEG: lambda a, dtype: f"(!{a})" if dtype == dtypes.bool else f"(0u - {a})" if dtypes.is_unsigned(dtype) else f"(-{a})"}
   string_rewrite = wgsl_rewrite
   def __init__(self, f16:bool=False):
@@ -161,7 +172,10 @@ class WGSLRenderer(CStyleLanguage):
       if dtypes.is_float(to_dt): return f"{self.render_dtype(to_dt)}(tg_u64f({expr}, {str(not dtypes.is_unsigned(from_dt)).lower()}))"
       return self.render_cast(f"({expr}).x", dtypes.uint32, to_dt)
     # floats to unsigned go through i32, so -1.0 is all ones (as in C) instead of WGSL's saturating 0
-    if dtypes.is_unsigned(to_dt) and dtypes.is_float(from_dt): expr = f"i32({expr})"
+    if dtypes.is_unsigned(to_dt) and dtypes.is_float(from_dt):
+      # ... but i32 saturates at 2**31: a uint32 from a float32 past it converts directly
+      if to_dt == dtypes.uint32 and from_dt == dtypes.float32: return f"select(u32(i32({expr})), u32({expr}), {expr} >= 2147483648.0f)"
+      expr = f"i32({expr})"
     return self.wrap(f"{self.render_dtype(to_dt)}({expr})", to_dt)
   def _bitcast(self, expr:str, from_dt:DType, to_dt:DType) -> str:
     if from_dt == to_dt: return expr
@@ -219,6 +233,9 @@ class WGSLRenderer(CStyleLanguage):
       if (wfxn := _WIDE_OPS.get(op)) is None: raise NotImplementedError(f"WEBGPU emulates {wide} with two 32-bit words and has no {op} for it")
       return wfxn(*ops, not dtypes.is_unsigned(wide))
     if (fxn := self.code_for_op.get(op)) is None: raise NotImplementedError(f"WGSLRenderer can't render {op}")
+    # x / 0.0 is an indeterminate value in WGSL (lavapipe gives 0 or garbage): x * inf is IEEE's x / 0 (0 * inf is nan, like 0 / 0)
+    if op is Ops.FDIV and x.src[1].op is Ops.CONST and x.src[1].arg == 0:
+      return f"({ops[0]}*{self.render_const(math.copysign(math.inf, x.src[1].arg), x.src[1].dtype)})"
     ret = fxn(*ops, dtype=dt)
     # an int divided by 0 gives 0 (as on the other devices), where WGSL gives the dividend
     if op is Ops.IDIV and not _nonzero_const(x.src[1]): ret = f"select({ret}, {self.render_const(0, dt)}, {ops[1]} == {self.render_const(0, dt)})"
@@ -240,6 +257,7 @@ class WGSLRenderer(CStyleLanguage):
       "fn tg_h2bits(x: f16) -> u32 { return pack2x16float(vec2<f32>(f32(x), 0.0)); }",
       "fn tg_bits2h(x: u32) -> f16 { return f16(unpack2x16float(x & 0xffffu).x); }"]
     if any(u.dtype.base.scalar() in _WIDE for u in uops): head += _WIDE_HELPERS.splitlines()
+    if any(u.op is Ops.MOD and dtypes.is_float(u.dtype) for u in uops): head += _FMOD_HELPER.splitlines()
     head += [f"@group(0) @binding({i}) {p}" for i, p in enumerate(bufs)]
     if vars_: head += ["struct Vars { " + ", ".join(vars_) + " }", f"@group(0) @binding({len(bufs)}) var<uniform> tg_vars: Vars;"]
     head += [line.strip() for line in kernel if line.strip().startswith("var<workgroup>")]
