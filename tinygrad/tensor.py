@@ -543,8 +543,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if step != 1: raise NotImplementedError(f"arange with symbolic bounds needs step 1, got {step}")
       dt = to_dtype(dtype) if dtype is not None else dtypes.default_int
       n_sym = cast(UOp, stop - start)
-      idx = Tensor(Tensor._index_range(int(n_sym.vmax), _one_device(device))).shrink(((0, n_sym),))
-      return Tensor((idx + start).cast(dt).uop, **kwargs)
+      sym_idx = Tensor(Tensor._index_range(int(n_sym.vmax), _one_device(device))).shrink(((0, n_sym),))
+      return Tensor((sym_idx + start).cast(dt).uop, **kwargs)
     all_ints = all(isinstance(x, int) for x in (start, stop, step))
     n = int(max(0, -((start - stop) // step) if all_ints else math.ceil((stop - start) / step)))
     # ints past int32's range (2**31 elements and more) are int64, as torch's arange always is
