@@ -6,7 +6,8 @@ from tinygrad import Tensor, GlobalCounters, Device
 from tinygrad.helpers import Context
 from tinygrad.engine.schedule import create_schedule_with_vars
 from tinygrad.engine.realize import run_schedule
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.schedule.grouper import MAX_KERNEL_OPS, EXPENSIVE
 
 DEVICES = ["CPU", "PYTHON"]
 
@@ -113,7 +114,34 @@ def test_deep_graph_schedules_without_recursion():
   y = x
   for _ in range(10000): y = y + 1
   sched, _, _ = create_schedule_with_vars(y.uop.sink())
-  assert len(sched) == 1
+  # cut into kernels of at most MAX_KERNEL_OPS ops each
+  assert len(sched) == -(-10000 // MAX_KERNEL_OPS.value)
+  assert y.tolist() == [10001.0] * 4
+
+def _kernel_ops(ast) -> int:
+  return sum(128 if u.op in EXPENSIVE else 1 for u in ast.toposort() if u.op in GroupOp.ALU and u.op not in GroupOp.Comparison)
+
+def test_long_chain_with_sines_cut_into_bounded_kernels():
+  # a long chain with transcendentals is cut where it passes MAX_KERNEL_OPS (a sine counting 128): compile time stays linear in its length
+  xn = np.linspace(-2, 2, 64, dtype=np.float32)
+  y = Tensor(xn)
+  for i in range(60): y = (y * 1.0001 + 0.5).sin() if i % 3 == 0 else y * 0.999 + 0.001
+  with Context(MAX_KERNEL_OPS=600):
+    sched, _, _ = create_schedule_with_vars(y.uop.sink())
+    asts = [si.ast for si in sched if si.ast.op is Ops.SINK]
+    assert len(asts) == 5 and all(_kernel_ops(a) <= 600 for a in asts), [_kernel_ops(a) for a in asts]   # 20 sines, 4 a kernel
+    out = y.numpy()
+  ref = xn
+  for i in range(60): ref = np.sin(ref * np.float32(1.0001) + np.float32(0.5)) if i % 3 == 0 else ref * np.float32(0.999) + np.float32(0.001)
+  np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+
+def test_chain_of_20000_schedules():
+  # 20,000 ops deep with sines: builds and schedules with no RecursionError, into kernels none of which passes the limit
+  y = Tensor.ones(1024).contiguous()
+  for i in range(20000): y = (y * 1.0001 + 0.5).sin() if i % 3 == 0 else y * 0.999 + 0.001
+  sched, _, _ = create_schedule_with_vars(y.uop.sink())
+  asts = [si.ast for si in sched if si.ast.op is Ops.SINK]
+  assert len(asts) >= 20000 // 3 * 128 // MAX_KERNEL_OPS.value and all(_kernel_ops(a) <= MAX_KERNEL_OPS.value for a in asts)
 
 def test_int64_indexing_big_expand():
   # 3 * 2**30 elements through an expand of a tiny buffer: the index maths needs int64, and needs no memory

@@ -16,6 +16,25 @@ def fresh_seed():
   Tensor.manual_seed(1234)
   yield
 
+# ***** arange *****
+
+@pytest.mark.parametrize("args", [(100,), (3, 103), (0.5, 100.5), (5, -7, -3), (0, 10, 1, dtypes.float16), (2**31 - 3, 2**31 + 2)])
+def test_arange_builds_a_few_uops(args):
+  # Tensor.arange's index is built once per (length, device): a repeated call makes one Tensor and a handful of UOps, not one per digit
+  from tinygrad.uop.ops import UOpMetaClass
+  Tensor.arange(*args[:3], dtype=args[3] if len(args) > 3 else None)
+  made, make = [0], UOpMetaClass.__call__
+  def counting(*a, **kw):
+    made[0] += 1
+    return make(*a, **kw)
+  UOpMetaClass.__call__ = counting   # type: ignore[method-assign]
+  try: t = Tensor.arange(*args[:3], dtype=args[3] if len(args) > 3 else None)
+  finally: UOpMetaClass.__call__ = make   # type: ignore[method-assign]
+  assert made[0] <= 16, made[0]
+  want = torch.arange(*args[:3], dtype=torch.float16 if len(args) > 3 else None)
+  np.testing.assert_allclose(t.numpy(), want.numpy())
+  assert dtypes.is_int(t.dtype) == (not want.is_floating_point())   # ints as ints (tinygrad's int32 where they fit, not torch's int64)
+
 # ***** from_blob, from_uop, linspace *****
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.float64])

@@ -169,6 +169,36 @@ def test_setitem_through_a_view_and_lazy(device):
   g[0, [1, 2]] = 0
   np.testing.assert_equal(p.grad.numpy(), g)
 
+@pytest.mark.parametrize("idx,val", [((slice(3, 5),), 1.0), ((10, slice(None, 4)), [1.0, 2.0, 3.0, 4.0]), ((5, slice(2, 12, 3)), -2.0),
+                                     ((7, slice(None, None, -100)), 3.0), ((slice(2, 4), [1, 5]), 9.0)])
+def test_setitem_small_slice_touches_only_the_slice(idx, val):
+  # a small write into a big realized tensor is one kernel over the slice (its row, for advanced indices), not over the whole buffer
+  want = np.arange(1 << 18, dtype=np.float32).reshape(256, 1024)
+  t = Tensor(want.copy()).realize()
+  v = Tensor(np.array(val, np.float32)).realize()
+  buf = t.uop.base.buffer
+  GlobalCounters.reset()
+  t[idx] = v
+  want[idx] = np.array(val, np.float32)
+  advanced = any(isinstance(i, list) for i in idx)
+  assert GlobalCounters.kernel_count == (2 if advanced else 1)   # (advanced indices: which index writes last is a reduce of its own)
+  n = 2 * 1024 if advanced else want[idx].size
+  assert GlobalCounters.global_mem <= 4 * (3 * n + 64), GlobalCounters.global_mem   # the slice written, read and the value: not 1 MiB
+  np.testing.assert_equal(t.numpy(), want)
+  assert t.uop.base.buffer is buf
+
+def test_setitem_value_overlapping_its_target():
+  # the value reads the elements its write overwrites: computed before the write, like torch
+  a = np.arange(40, dtype=np.float32)
+  t = Tensor(a.copy()).realize()
+  t[1:] = t[:-1]
+  a[1:] = a[:-1].copy()
+  t[::-2] = t[:20] * 2
+  a[::-2] = a[:20] * 2
+  t[2:30:3] = t[5:15] + t[1:11]
+  a[2:30:3] = a[5:15] + a[1:11]
+  np.testing.assert_equal(t.numpy(), a)
+
 def test_setitem_on_clone_leaves_original():
   x = Tensor([1, 2, 3]).realize()
   y = x.clone().realize()

@@ -292,7 +292,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
         if not isinstance(dev, str): raise NotImplementedError(f"moving a tensor to several devices {dev}")
         uop = uop.copy_to_device(dev)
     else:
-      if not isinstance(dev := _canonical(device), str): raise NotImplementedError(f"creating a tensor on several devices {dev}")
+      dev = _one_device(device)
       if data is None: uop = UOp.new_buffer(dev, 0, dt or dtypes.default_float).reshape((0,))
       elif _is_numpy(data): uop = _from_numpy(data, dt, dev)
       elif isinstance(data, (bool, int, float)):
@@ -522,15 +522,16 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def const_like(self, b:Any) -> Tensor: return self.full_like(b)
 
   @staticmethod
-  def _index_range(n:int, device:DeviceLike) -> Tensor:
+  @functools.lru_cache(maxsize=256)
+  def _index_range(n:int, device:str) -> UOp:
     # 0..n-1 without a reduce: the binary digits of the index, each a padded constant expanded over a (2,)*k grid, summed. int32, or
-    # int64 when n-1 doesn't fit
+    # int64 when n-1 doesn't fit. Built from UOps (no Tensor per step) and kept per (n, device): UOps are immutable, so it is shared
     dt = dtypes.int32 if n <= 2**31 else dtypes.int64
-    if n == 0: return Tensor.full((0,), 0, dt, device)
+    if n == 0: return _const(0, dt, device, (0,))
     k = max(1, (n-1).bit_length())
-    digits = [Tensor(1 << (k-1-d), device, dt).reshape(1).pad(((1, 0),)).reshape((1,)*d + (2,) + (1,)*(k-1-d)).expand((2,)*k)
+    digits = [_const(1 << (k-1-d), dt, device).reshape((1,)).pad(((1, 0),)).reshape((1,)*d + (2,) + (1,)*(k-1-d)).expand((2,)*k)
               for d in range(k)]
-    return functools.reduce(Tensor.add, digits).reshape(1 << k).shrink(((0, n),))
+    return functools.reduce(UOp.add, digits).reshape((1 << k,)).shrink(((0, n),))
   @staticmethod
   def arange(start:int|float|UOp, stop:int|float|UOp|None=None, step:int|float=1, dtype:DTypeLike|None=None, device:DeviceLike=None,
              **kwargs) -> Tensor:
@@ -544,18 +545,17 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if step != 1: raise NotImplementedError(f"arange with symbolic bounds needs step 1, got {step}")
       dt = to_dtype(dtype) if dtype is not None else dtypes.default_int
       n_sym = cast(UOp, stop - start)
-      idx = Tensor._index_range(int(n_sym.vmax), device).shrink(((0, n_sym),))
-      return Tensor((idx + start).cast(dt).uop, **kwargs)
+      sym_idx = Tensor(Tensor._index_range(int(n_sym.vmax), _one_device(device))).shrink(((0, n_sym),))
+      return Tensor((sym_idx + start).cast(dt).uop, **kwargs)
     all_ints = all(isinstance(x, int) for x in (start, stop, step))
     n = int(max(0, -((start - stop) // step) if all_ints else math.ceil((stop - start) / step)))
     # ints past int32's range (2**31 elements and more) are int64, as torch's arange always is
     wide = all_ints and not all(dtypes.min(dtypes.int32) <= v <= dtypes.max(dtypes.int32) for v in (start, start + (n-1)*step))
     dt = to_dtype(dtype) if dtype is not None else ((dtypes.int64 if wide else dtypes.default_int) if all_ints else dtypes.default_float)
-    idx = Tensor._index_range(n, device)
-    if wide: idx = idx.cast(dtypes.int64)
-    # ints stay exact in int32; anything else is computed in the float dtype (or float32) and cast at the end
-    ret = idx * step + start if all_ints and dtypes.is_int(dt) else idx.cast(least_upper_float(dt)) * step + start
-    return Tensor(ret.cast(dt).uop, **kwargs)
+    idx = Tensor._index_range(n, _one_device(device))
+    # ints stay exact in int32 (int64 past it); anything else is computed in the float dtype (or float32) and cast at the end
+    if wide or not (all_ints and dtypes.is_int(dt)): idx = idx.cast(dtypes.int64 if wide and dtypes.is_int(dt) else least_upper_float(dt))
+    return Tensor((idx * idx.const_like(step) + idx.const_like(start)).cast(dt), **kwargs)
   @staticmethod
   def eye(n:int, m:int|None=None, dtype:DTypeLike|None=None, device:DeviceLike=None, **kwargs) -> Tensor:
     """The n x m identity matrix, built from views only: a column of ones padded to k+1 columns reads back diagonal as (k, k)."""
@@ -1454,11 +1454,15 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     try: vt = vt._broadcast_to(target_shape)
     except ValueError: raise ValueError(f"setitem: a value of shape {vt.shape} can't be broadcast to the indexed shape {target_shape}") from None
     if prod(target_shape) == 0: return
-    # the basic result with empty dims (bool False) and size-1 dims dropped lines up with the plan's counts
     new_x = x._advanced_put(advanced, vt) if advanced else vt
+    if self.uop.is_realized or self.uop.base.op is Ops.ASSIGN:
+      # a buffer is written in place, only in the view the basic indices select (t[3:5] = 1 touches 2 elements, like torch)
+      x.assign(new_x).realize()
+      if self.uop.base.op is Ops.ASSIGN: self.realize()
+      return
+    # a lazy self becomes the blend. The basic result with empty dims (bool False) and size-1 dims dropped lines up with the plan's counts
     placed, mask = self._basic_place(plan, new_x)
-    self.assign(mask.where(placed, self))
-    if self.uop.base.op is Ops.ASSIGN: self.realize()
+    self.replace(mask.where(placed, self))
 
   def cat(self, *args:Tensor, dim:int=0) -> Tensor:
     """Join tensors along an existing dim; all other dims must match."""
@@ -2906,6 +2910,10 @@ def _unflatten_sizes(sizes:tuple[int, ...], total:sint) -> tuple[sint, ...]:
 
 def _canonical(device:DeviceLike) -> str|tuple[str, ...]:
   return tuple(Device.canonicalize(d) for d in device) if isinstance(device, tuple) else Device.canonicalize(device)
+
+def _one_device(device:DeviceLike) -> str:
+  if not isinstance(dev := _canonical(device), str): raise NotImplementedError(f"creating a tensor on several devices {dev}")
+  return dev
 
 def _check_shape(shape:tuple) -> None:
   if not all(isinstance(s, (int, UOp)) and not isinstance(s, bool) for s in shape): raise TypeError(f"shape {shape} must be ints")

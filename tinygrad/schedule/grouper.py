@@ -11,6 +11,7 @@ SPLIT_REDUCE_MIN = ContextVar("SPLIT_REDUCE_MIN", 32768)
 EXPENSIVE_EXPAND = ContextVar("EXPENSIVE_EXPAND", 4)   # read this many times over through an expand, a value with transcendentals is a buffer
 ROW_FUSE = ContextVar("ROW_FUSE", 16384)   # a reduce read back along its own row of at most this many elements stays in its reader (0: off)
 EXPENSIVE = {Ops.EXP2, Ops.EXP, Ops.TANH, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW}
+MAX_KERNEL_OPS = ContextVar("MAX_KERNEL_OPS", 4096)   # a kernel computes about this many ops at most (0: no limit); see limit_kernel_size
 
 # graph cleanups before grouping: autograd markers are no-ops here. (A COPY to its own device stays: it is how clone() gets a new buffer)
 def _contiguous_of_buffer(x:UOp, c:UOp) -> UOp|None:
@@ -94,6 +95,23 @@ def limit_buffers(topo:list[UOp], realizes:dict[UOp, None]) -> None:
     reads[u] = {s if s in realizes or s.op is Ops.BUFFER else s.base for s in u.src}
   # (a node in realizes is its own kernel's output: its readers count it as one buffer)
 
+def limit_kernel_size(topo:list[UOp], realizes:dict[UOp, None]) -> None:
+  """A kernel whose expression passes MAX_KERNEL_OPS ops (a transcendental counts 128: about what it lowers to) reads its sources from
+  buffers instead: one long elementwise chain becomes a row of kernels of bounded size. Compilers take superlinear time in one function's
+  size (a chain of 4000 ops with sines: minutes per kernel in clang), and each kernel's rewrites stay small. The count sums the sources'
+  counts, so a subexpression read twice counts twice: the cut comes early, never late."""
+  if not (limit := MAX_KERNEL_OPS.value): return
+  ops: dict[UOp, int] = {}
+  def inner(s:UOp) -> int: return 0 if s in realizes or s.base in realizes else ops.get(s, 0)
+  for u in topo:
+    if is_leaf(u) or u.op is Ops.SINK: continue
+    own = 128 if u.op in EXPENSIVE else 1 if u.op in GroupOp.ALU else 0
+    if (n := own + sum(inner(s) for s in dict.fromkeys(u.src))) > limit and own:
+      for s in u.src:
+        if inner(s) and (s.base.op in GroupOp.ALU or s.base.op in (Ops.CAST, Ops.BITCAST, Ops.REDUCE_AXIS)): realizes[s.base] = None
+      n = own + sum(inner(s) for s in dict.fromkeys(u.src))
+    ops[u] = n
+
 def epilogue_end(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp], order:dict[UOp, int]) -> UOp:
   """The node to store for a reduce that is read through views: the last of the elementwise ops that alone read it (a conv's bias, residual
   add and relu), so the reduce's kernel computes them once as its epilogue instead of every reader again from the stored sums. It is
@@ -155,6 +173,7 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
         break
   # a reduce feeds other kernels only through reshapes, and never into another reduce of the same kernel, unless it is a row reduce
   limit_buffers(topo, realizes)
+  limit_kernel_size(topo, realizes)
   row_reduces: set[UOp] = set()
   for r in topo:
     if r.op is not Ops.REDUCE_AXIS or r in realizes: continue
