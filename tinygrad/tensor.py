@@ -1455,14 +1455,19 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     except ValueError: raise ValueError(f"setitem: a value of shape {vt.shape} can't be broadcast to the indexed shape {target_shape}") from None
     if prod(target_shape) == 0: return
     new_x = x._advanced_put(advanced, vt) if advanced else vt
-    if self.uop.is_realized or self.uop.base.op is Ops.ASSIGN:
+    in_buffer = self.uop.is_realized or self.uop.base.op is Ops.ASSIGN
+    if in_buffer and not (self.requires_grad or vt.requires_grad):
       # a buffer is written in place, only in the view the basic indices select (t[3:5] = 1 touches 2 elements, like torch)
       x.assign(new_x).realize()
       if self.uop.base.op is Ops.ASSIGN: self.realize()
       return
-    # a lazy self becomes the blend. The basic result with empty dims (bool False) and size-1 dims dropped lines up with the plan's counts
+    # a lazy self becomes the blend; a buffer that autograd tracks is assigned the blend, whose graph its gradient follows. The basic
+    # result with empty dims (bool False) and size-1 dims dropped lines up with the plan's counts
     placed, mask = self._basic_place(plan, new_x)
-    self.replace(mask.where(placed, self))
+    if not in_buffer: self.replace(mask.where(placed, self))
+    else:
+      self.assign(mask.where(placed, self))
+      if self.uop.base.op is Ops.ASSIGN: self.realize()
 
   def cat(self, *args:Tensor, dim:int=0) -> Tensor:
     """Join tensors along an existing dim; all other dims must match."""
