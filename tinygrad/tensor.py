@@ -12,6 +12,8 @@ from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, _unique_counter, Z
 from tinygrad.device import Device
 from tinygrad.gradient import custom_grads
 from tinygrad.schedule.packing import conv_weight_panels
+from tinygrad.engine.schedule import create_schedule_with_vars
+from tinygrad.engine.realize import run_schedule, capturing, capturing_inputs, JitError
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
 
@@ -384,7 +386,6 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   def schedule_with_vars(self, *lst:Tensor) -> tuple[list, dict[UOp, int]]:
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
-    from tinygrad.engine.schedule import create_schedule_with_vars
     first_new_buffer = next(_unique_counter)
     schedule, var_vals, becomes_map = create_schedule_with_vars(UOp.sink(*[t.uop for t in (self,)+lst]))
     _apply_map_to_tensors(becomes_map, first_new_buffer)
@@ -395,7 +396,6 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return schedule
   def realize(self, *lst:Tensor, do_update_stats:bool=True) -> Tensor:
     """Run every kernel these tensors need; afterwards they are backed by buffers."""
-    from tinygrad.engine.realize import run_schedule
     schedule, var_vals = self.schedule_with_vars(*lst)
     if do_update_stats: run_schedule(schedule, var_vals)
     else: run_schedule(schedule, var_vals, do_update_stats=False)
@@ -436,7 +436,6 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   def _host_bytes(self, out:memoryview|None=None) -> memoryview:
     """The elements in row-major order, read back from a realized contiguous buffer (realizing one first if needed), into out if given."""
-    from tinygrad.engine.realize import capturing, JitError
     if capturing and self.numel() != 0 and not self._same_in_every_replay():  # a value read while TinyJit captures would be stale in every replay
       raise JitError("TinyJit: tensor data (.numpy(), .item(), .tolist()) read inside a jitted function; return the Tensor and read it outside")
     if (buf := self._plain_buffer()) is None:
@@ -453,7 +452,6 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return buf.buffer.as_buffer() if out is None else buf.buffer.copyout(out)
   def _same_in_every_replay(self) -> bool:
     # realized data that no kernel of the capture touches and no input of the jit holds (a constant, a weight read for its shape)
-    from tinygrad.engine.realize import capturing, capturing_inputs
     if (plain := self._plain_buffer()) is None: return False
     buf = plain.buffer.base
     return all(b is None or b.base is not buf for ei in capturing[-1] for b in ei.bufs) and all(b.base is not buf for b in capturing_inputs[-1])
