@@ -354,11 +354,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   @lazydata.setter
   def lazydata(self, uop:UOp) -> None: self.uop = uop
   @property
-  def device(self) -> str|tuple[str, ...]: return self.uop.device
+  def device(self) -> str|tuple[str, ...]: return self._uop.device
   @property
-  def shape(self) -> tuple[sint, ...]: return self.uop.shape
+  def shape(self) -> tuple[sint, ...]: return self._uop.shape
   @property
-  def dtype(self) -> DType: return self.uop.dtype
+  def dtype(self) -> DType: return self._uop.dtype
   @property
   def ndim(self) -> int: return len(self.shape)
   def numel(self) -> sint: return prod(self.shape)
@@ -627,7 +627,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   def cast(self, dtype:DTypeLike) -> Tensor:
     dt = to_dtype(dtype)
-    return self if self.dtype == dt else Tensor(self.uop.cast(dt))
+    return self if (u := self._uop).dtype is dt or u.dtype == dt else Tensor(u.cast(dt))
   def bitcast(self, dtype:DTypeLike) -> Tensor:
     """Reinterpret the bits. A dtype of another size changes the last dim, like numpy's view."""
     dt = to_dtype(dtype)
@@ -1467,7 +1467,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   # ***** reductions *****
 
   def _reduce_axes(self, axis:int|Sequence[int]|None, name:str="reduce") -> tuple[int, ...]:
-    if axis is None: return tuple(range(self.ndim))
+    if axis is None: return tuple(range(len(self._uop.shape)))
     try: axes = [self._resolve_dim(a) for a in ((axis,) if isinstance(axis, int) else axis)]
     except IndexError as e: raise IndexError(f"{name}: axis {axis}: {e}") from None
     if len(set(axes)) != len(axes): raise ValueError(f"{name}: axis {axis} names a dim more than once")
@@ -1482,9 +1482,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   @_dim_alias
   def sum(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, dtype:DTypeLike|None=None) -> Tensor:
     """Sum over axis. Small ints accumulate (and return) int32/uint32; half and bfloat16 accumulate in float32 and cast back."""
-    acc = sum_acc_dtype(self.dtype) if dtype is None else to_dtype(dtype)
-    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim, "sum")
-    return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
+    dt = self._uop.dtype
+    acc = sum_acc_dtype(dt) if dtype is None else to_dtype(dtype)
+    ret = (self if acc is dt else self.cast(acc))._reduce(Ops.ADD, axis, keepdim, "sum")
+    return ret if acc is dt or dtype is not None or not dtypes.is_float(dt) else ret.cast(dt)
   @_dim_alias
   def prod(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, dtype:DTypeLike|None=None) -> Tensor:
     acc = sum_acc_dtype(self.dtype) if dtype is None else to_dtype(dtype)
