@@ -182,14 +182,14 @@ _METADATA: contextvars.ContextVar[Metadata|None] = contextvars.ContextVar("_META
 
 # ***** timing and profiling *****
 
-class GlobalCounters:
-  global_ops: ClassVar[int] = 0
-  global_mem: ClassVar[int] = 0
-  time_sum_s: ClassVar[float] = 0.0
-  kernel_count: ClassVar[int] = 0
-  mem_used: ClassVar[int] = 0   # tracks live allocations, so reset() leaves it alone
-  @staticmethod
-  def reset() -> None: GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
+class _GlobalCounters:
+  # one instance (GlobalCounters): a write to an instance attribute is a dict store, to a class attribute it also empties the class's
+  # attribute cache (each kernel launch writes three of these)
+  def __init__(self) -> None:
+    self.global_ops, self.global_mem, self.time_sum_s, self.kernel_count = 0, 0, 0.0, 0
+    self.mem_used = 0   # tracks live allocations, so reset() leaves it alone
+  def reset(self) -> None: self.global_ops, self.global_mem, self.time_sum_s, self.kernel_count = 0, 0, 0.0, 0
+GlobalCounters = _GlobalCounters()
 
 class Timing(contextlib.ContextDecorator):
   def __init__(self, prefix: str = "", on_exit: Callable[[int], str]|None = None, enabled: bool = True):

@@ -12,6 +12,8 @@ from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, _unique_counter, Z
 from tinygrad.device import Device
 from tinygrad.gradient import custom_grads
 from tinygrad.schedule.packing import conv_weight_panels
+from tinygrad.engine.schedule import create_schedule_with_vars
+from tinygrad.engine.realize import run_schedule, capturing, capturing_inputs, JitError
 
 DeviceLike = str|tuple[str, ...]|None  # one device, several (a sharded tensor), or None for Device.DEFAULT
 
@@ -354,11 +356,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   @lazydata.setter
   def lazydata(self, uop:UOp) -> None: self.uop = uop
   @property
-  def device(self) -> str|tuple[str, ...]: return self.uop.device
+  def device(self) -> str|tuple[str, ...]: return self._uop.device
   @property
-  def shape(self) -> tuple[sint, ...]: return self.uop.shape
+  def shape(self) -> tuple[sint, ...]: return self._uop.shape
   @property
-  def dtype(self) -> DType: return self.uop.dtype
+  def dtype(self) -> DType: return self._uop.dtype
   @property
   def ndim(self) -> int: return len(self.shape)
   def numel(self) -> sint: return prod(self.shape)
@@ -386,7 +388,6 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   def schedule_with_vars(self, *lst:Tensor) -> tuple[list, dict[UOp, int]]:
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
-    from tinygrad.engine.schedule import create_schedule_with_vars
     first_new_buffer = next(_unique_counter)
     schedule, var_vals, becomes_map = create_schedule_with_vars(UOp.sink(*[t.uop for t in (self,)+lst]))
     _apply_map_to_tensors(becomes_map, first_new_buffer)
@@ -397,7 +398,6 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return schedule
   def realize(self, *lst:Tensor, do_update_stats:bool=True) -> Tensor:
     """Run every kernel these tensors need; afterwards they are backed by buffers."""
-    from tinygrad.engine.realize import run_schedule
     schedule, var_vals = self.schedule_with_vars(*lst)
     if do_update_stats: run_schedule(schedule, var_vals)
     else: run_schedule(schedule, var_vals, do_update_stats=False)
@@ -438,7 +438,6 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   def _host_bytes(self, out:memoryview|None=None) -> memoryview:
     """The elements in row-major order, read back from a realized contiguous buffer (realizing one first if needed), into out if given."""
-    from tinygrad.engine.realize import capturing, JitError
     if capturing and self.numel() != 0 and not self._same_in_every_replay():  # a value read while TinyJit captures would be stale in every replay
       raise JitError("TinyJit: tensor data (.numpy(), .item(), .tolist()) read inside a jitted function; return the Tensor and read it outside")
     if (buf := self._plain_buffer()) is None:
@@ -455,7 +454,6 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return buf.buffer.as_buffer() if out is None else buf.buffer.copyout(out)
   def _same_in_every_replay(self) -> bool:
     # realized data that no kernel of the capture touches and no input of the jit holds (a constant, a weight read for its shape)
-    from tinygrad.engine.realize import capturing, capturing_inputs
     if (plain := self._plain_buffer()) is None: return False
     buf = plain.buffer.base
     return all(b is None or b.base is not buf for ei in capturing[-1] for b in ei.bufs) and all(b.base is not buf for b in capturing_inputs[-1])
@@ -631,7 +629,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
 
   def cast(self, dtype:DTypeLike) -> Tensor:
     dt = to_dtype(dtype)
-    return self if self.dtype == dt else Tensor(self.uop.cast(dt))
+    return self if (u := self._uop).dtype is dt or u.dtype == dt else Tensor(u.cast(dt))
   def bitcast(self, dtype:DTypeLike) -> Tensor:
     """Reinterpret the bits. A dtype of another size changes the last dim, like numpy's view."""
     dt = to_dtype(dtype)
@@ -1489,7 +1487,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   # ***** reductions *****
 
   def _reduce_axes(self, axis:int|Sequence[int]|None, name:str="reduce") -> tuple[int, ...]:
-    if axis is None: return tuple(range(self.ndim))
+    if axis is None: return tuple(range(len(self._uop.shape)))
     try: axes = [self._resolve_dim(a) for a in ((axis,) if isinstance(axis, int) else axis)]
     except IndexError as e: raise IndexError(f"{name}: axis {axis}: {e}") from None
     if len(set(axes)) != len(axes): raise ValueError(f"{name}: axis {axis} names a dim more than once")
@@ -1504,9 +1502,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   @_dim_alias
   def sum(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, dtype:DTypeLike|None=None) -> Tensor:
     """Sum over axis. Small ints accumulate (and return) int32/uint32; half and bfloat16 accumulate in float32 and cast back."""
-    acc = sum_acc_dtype(self.dtype) if dtype is None else to_dtype(dtype)
-    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim, "sum")
-    return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
+    dt = self._uop.dtype
+    acc = sum_acc_dtype(dt) if dtype is None else to_dtype(dtype)
+    ret = (self if acc is dt else self.cast(acc))._reduce(Ops.ADD, axis, keepdim, "sum")
+    return ret if acc is dt or dtype is not None or not dtypes.is_float(dt) else ret.cast(dt)
   @_dim_alias
   def prod(self, axis:int|Sequence[int]|None=None, keepdim:bool=False, dtype:DTypeLike|None=None) -> Tensor:
     acc = sum_acc_dtype(self.dtype) if dtype is None else to_dtype(dtype)

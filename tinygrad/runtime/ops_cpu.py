@@ -75,10 +75,18 @@ class CPUProgram:
     self._nargs = -1
   def __call__(self, *bufs, global_size:tuple[int, ...]|None=(1,1,1), local_size:tuple[int, ...]|None=(1,1,1), vals:tuple[int, ...]=(),
                wait:bool=False) -> float|None:
-    threads = global_size[0] if global_size is not None else 1
-    # argtypes are set once: with them ctypes converts arguments in C, which keeps the launch cheap
-    if self._nargs != (nargs := len(bufs) + len(vals) + (threads > 1)):
-      self.fxn.argtypes, self._nargs = [ctypes.c_void_p]*len(bufs) + [ctypes.c_int]*(nargs - len(bufs)), nargs
+    # the plain launch (one thread, no clock) first and alone: it runs for every kernel of every realize
+    if not wait and (global_size is None or global_size[0] == 1):
+      if self._nargs != len(bufs) + len(vals): self._set_argtypes(len(bufs), len(vals))
+      if vals: self.fxn(*bufs, *vals)
+      else: self.fxn(*bufs)
+      return None
+    return self._launch(bufs, global_size[0] if global_size is not None else 1, vals, wait)
+  def _set_argtypes(self, nbufs:int, nints:int) -> None:
+    # set once: with argtypes ctypes converts the arguments in C, which keeps the launch cheap
+    self.fxn.argtypes, self.fxn.restype, self._nargs = [ctypes.c_void_p]*nbufs + [ctypes.c_int]*nints, None, nbufs + nints
+  def _launch(self, bufs:tuple, threads:int, vals:tuple[int, ...], wait:bool) -> float|None:
+    if self._nargs != len(bufs) + len(vals) + (threads > 1): self._set_argtypes(len(bufs), len(vals) + (threads > 1))
     # with wait, the run time is the busiest thread's CPU time: other processes on a loaded machine don't count (BEAM compares these)
     if threads > 1:
       # waking a worker costs more than a call, so each worker runs core_ids until none are left, and the calling thread takes a share too:
@@ -93,9 +101,6 @@ class CPUProgram:
       mine = run()
       busiest = max([mine] + [f.result() for f in futures])
       return busiest if wait else None
-    if not wait:   # the plain launch path reads no clock
-      self.fxn(*bufs, *vals)
-      return None
     st = time.thread_time()
     self.fxn(*bufs, *vals)
     return time.thread_time() - st
