@@ -183,7 +183,8 @@ def test_setitem_small_slice_touches_only_the_slice(idx, val):
   advanced = any(isinstance(i, list) for i in idx)
   assert GlobalCounters.kernel_count == (2 if advanced else 1)   # (advanced indices: which index writes last is a reduce of its own)
   n = 2 * 1024 if advanced else want[idx].size
-  assert GlobalCounters.global_mem <= 4 * (3 * n + 64), GlobalCounters.global_mem   # the slice written, read and the value: not 1 MiB
+  # the slice written, read and the value, and the indices (their counting differs by device's optimizations): not the 1 MiB buffer
+  assert GlobalCounters.global_mem <= 4 * (4 * n + 64), GlobalCounters.global_mem
   np.testing.assert_equal(t.numpy(), want)
   assert t.uop.base.buffer is buf
 
