@@ -49,7 +49,7 @@ def test_residual_block_blocked_matches_torch():
     x0 = Tensor(xn).conv2d(Tensor(_data(64, 64, 3, 3, seed=5, scale=0.05)), padding=1)   # the block's input: itself a conv's blocked sums
     return (x0.conv2d(Tensor(w1), Tensor(b1), padding=1).relu().conv2d(Tensor(w2), Tensor(b2), padding=1) + x0).relu()
   ks, y = _kernels(block()), block()
-  # 3 convs, 2 padded copies (the first conv's input is a plain buffer: padded as before), 3 weight panels; no other kernel
+  # 3 convs, 3 padded copies (the first conv's input is a plain buffer: copied as before), 3 weight panels; no other kernel
   assert len(ks) == 9, [len(_loads(k)) for k in ks]
   copies = [k for k in ks if not any(u.op is Ops.REDUCE_AXIS for u in k.toposort()) and prod(_stores(k)[0].shape) == 64 * 30 * 30]
   assert len(copies) == 3 and all(len(v.views) == 1 for k in copies for v in _loads(k))

@@ -1462,10 +1462,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # a lazy self becomes the blend; a buffer that autograd tracks is assigned the blend, whose graph its gradient follows. The basic
     # result with empty dims (bool False) and size-1 dims dropped lines up with the plan's counts
     placed, mask = self._basic_place(plan, new_x)
-    if not in_buffer: self.replace(mask.where(placed, self))
-    else:
-      self.assign(mask.where(placed, self))
-      if self.uop.base.op is Ops.ASSIGN: self.realize()
+    self.assign(mask.where(placed, self))
+    if self.uop.base.op is Ops.ASSIGN: self.realize()
 
   def cat(self, *args:Tensor, dim:int=0) -> Tensor:
     """Join tensors along an existing dim; all other dims must match."""

@@ -108,9 +108,9 @@ def _count_kernel(prg:Runner, var_vals:dict[UOp, int]) -> tuple[int, int]:
   # one kernel run in GlobalCounters: its estimated ops and bytes (symbolic ones at var_vals), which it returns
   op_est, mem_est = (e if type(e := (est := prg.estimates).ops) is int else sym_infer(e, var_vals),
                      e if type(e := est.mem) is int else sym_infer(e, var_vals))
-  # (all reads before all writes: each write to a class attribute empties the type's attribute cache, which the next read then refills)
-  gc = GlobalCounters
-  gc.kernel_count, gc.global_ops, gc.global_mem = gc.kernel_count + 1, gc.global_ops + op_est, gc.global_mem + mem_est
+  GlobalCounters.kernel_count += 1
+  GlobalCounters.global_ops += op_est
+  GlobalCounters.global_mem += mem_est
   return op_est, mem_est
 
 @dataclass

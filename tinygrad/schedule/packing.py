@@ -112,9 +112,10 @@ def _blocked_view(u:UOp) -> tuple[UOp, int]|None:
 def push_blocked(e:UOp) -> UOp|None:
   # an elementwise op of a conv's blocked sums (its bias, residual add, relu) is computed blocked, under the permute: the conv's kernel
   # stores it as its epilogue (grouper.epilogue_end) with the same vector stores, and the next one adds two blocked values lane by lane
-  if (p := next((bv[0] for s in e.src if (bv := _blocked_view(s)) is not None), None)) is None: return None
-  srcs = [bv[0].src[0] if (bv := _blocked_view(s)) is not None and bv[0].arg == p.arg and bv[0].shape == p.shape else
-          s.reshape(p.shape).permute(tuple(argsort(p.arg))) for s in e.src]
+  views = [_blocked_view(s) for s in e.src]
+  if (p := next((bv[0] for bv in views if bv is not None), None)) is None: return None
+  srcs = [bv[0].src[0] if bv is not None and bv[0].arg == p.arg and bv[0].shape == p.shape else
+          s.reshape(p.shape).permute(tuple(argsort(p.arg))) for s, bv in zip(e.src, views)]
   return e.replace(src=tuple(srcs)).permute(p.arg).reshape(e.shape)
 
 def _lanes(u:UOp) -> int|None:
