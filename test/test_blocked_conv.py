@@ -1,6 +1,7 @@
 # a CPU conv's sums stored blocked (panels, *spatial, lanes: schedule/packing.pack_conv) and the kernels that read them: the epilogue (bias,
 # residual, relu) stored blocked by the conv's kernel, a pool or mean computed blocked too (block_reduce), the next conv's padded input
 # copied channels last. Each reads the blocked buffer through one plain view, and every result matches torch.
+import re
 import numpy as np
 import pytest
 import torch
@@ -90,3 +91,18 @@ def test_blocked_conv_realized_and_trained():
   torch.nn.functional.max_pool2d(ty.relu(), 2).sum().backward()
   np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-3, atol=1e-3)
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-3)
+
+def test_batch32_conv_forward_is_one_conv_kernel():
+  # issue 14's case, conv2d b32 64->64 3x3 32x32 (no padding): the weight is copied into panels and the conv stores its sums blocked, whole
+  # vectors of lanes; no other kernel (no copy of the input, and no un-blocking copy: a reader sees the blocked buffer through a view)
+  xn, wn = _data(32, 64, 32, 32), _data(64, 64, 3, 3, seed=1, scale=0.05)
+  ks = _kernels(Tensor(xn).conv2d(Tensor(wn)))
+  assert len(ks) == 2, [len(_loads(k)) for k in ks]
+  conv = next(k for k in ks if any(u.op is Ops.REDUCE_AXIS for u in k.toposort()))
+  (st,) = _stores(conv)
+  shape = tuple(s for s in st.shape if s != 1)   # (batch, panels, 30, 30, lanes), the reduce's axes 1 after them
+  assert st.contiguous and shape[-1] in (8, 16, 32) and shape == (32, 64 // shape[-1], 30, 30, shape[-1]), st.shape
+  src = get_program(conv, Device["CPU"].renderer).src
+  assert re.search(r"\*\(\(float(8|16|32)\*\)\(data0\+", src) and not re.search(r"\*\(data0\+", src), "the sums are stored as vectors only"
+  want = torch.nn.functional.conv2d(torch.from_numpy(xn), torch.from_numpy(wn))
+  np.testing.assert_allclose(Tensor(xn).conv2d(Tensor(wn)).numpy(), want.numpy(), rtol=1e-4, atol=1e-4)

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Convolution kernels, forward and both gradients (input and weight), against PyTorch (threads = cores) in one run: GFLOP/s and the
 ratio. Cases: issue 14's conv2d b32 64->64 3x3 32x32 and the beautiful_mnist CNN's convs at batch 512.
-Usage: python3 extra/bench/bench_conv.py [--quick] [--cpu-time]   (--quick: smaller batches; --cpu-time: one thread each, timed by this
-process's CPU time, so other processes' load on a shared machine doesn't skew the ratio)"""
+Usage: python3 extra/bench/bench_conv.py [--quick] [--cpu-time] [--rounds N]   (--quick: smaller batches; --cpu-time: one thread each, timed
+by this process's CPU time, so other processes' load on a shared machine doesn't skew the ratio; --rounds: ours and torch take turns N
+times (default 3), each the best of its rounds, and the rounds' ratios are printed as a range)"""
 import os, sys, time
 import numpy as np
 from tinygrad import Tensor, Device, TinyJit
 
 QUICK, CPU_TIME = "--quick" in sys.argv, "--cpu-time" in sys.argv
+ROUNDS = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
 if CPU_TIME: os.environ["CPU_THREADS"] = "1"
 clock = time.process_time if CPU_TIME else time.perf_counter
 
@@ -47,11 +49,15 @@ def main():
     tdx, tdw, _ = torch.ops.aten.convolution_backward(gt, xt, wt, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False])
     np.testing.assert_allclose(dx.numpy(), tdx.numpy(), rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(dw.numpy(), tdw.numpy(), rtol=1e-3, atol=1e-2)
-    ours = [best(fwd), best(gdx), best(gdw)]
-    theirs = [best(lambda: torch.nn.functional.conv2d(xt, wt)),
-              best(lambda: torch.ops.aten.convolution_backward(gt, xt, wt, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, False, False])),
-              best(lambda: torch.ops.aten.convolution_backward(gt, xt, wt, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [False, True, False]))]
+    pairs = [(fwd, lambda: torch.nn.functional.conv2d(xt, wt)),
+             (gdx, lambda: torch.ops.aten.convolution_backward(gt, xt, wt, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, False, False])),
+             (gdw, lambda: torch.ops.aten.convolution_backward(gt, xt, wt, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [False, True, False]))]
+    # ours and torch take turns, ROUNDS times: a burst of load on a shared machine slows both alike, not only the one timed then. Each is
+    # the best of its rounds; the ratios of the rounds (each round's torch time / ours) are given as a range
+    timed = [[(best(f), best(tf)) for _ in range(ROUNDS)] for f, tf in pairs]
+    ours, theirs = [min(t for t, _ in r) for r in timed], [min(tt for _, tt in r) for r in timed]
     cols = [f"{flops/t/1e9:6.1f} | {flops/tt/1e9:6.1f} | {tt/t:5.2f}x" for t, tt in zip(ours, theirs)]
-    print(f"| {name:24s} | " + " | ".join(cols) + " |")
+    print(f"| {name:24s} | " + " | ".join(cols) + " |" +
+          (" rounds: " + ", ".join(f"{min(b/a for a, b in r):.2f}-{max(b/a for a, b in r):.2f}x" for r in timed) if ROUNDS > 1 else ""))
 
 if __name__ == "__main__": main()
