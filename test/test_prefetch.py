@@ -141,6 +141,15 @@ def test_skinny_gemm_streams_b():
   ast = (Tensor.empty(64, 1024, device="CPU") @ Tensor.empty(1024, 1024, device="CPU")).schedule()[-1].ast
   assert Opt(OptOps.PREFETCH, None, _weights(ast)) in _opts(ast)
 
+def test_batch_conv_input_not_prefetched():
+  # issue 14's conv2d b32 64->64 3x3 32x32: its 8 MB input is the big operand, but it is broadcast across the output channels (the SIMD lanes)
+  # and walked by every loop but the panels': no panel of it is reused by passes inside, and prefetching the next column tile at every
+  # step asked for lines the kernel mostly reads already (a dozen prefetch instructions per tap row). The weights are small: nothing is
+  x, w = Tensor.empty(32, 64, 32, 32, device="CPU"), Tensor.empty(64, 64, 3, 3, device="CPU")
+  ast = next(si.ast for si in x.conv2d(w).schedule() if any(u.op is Ops.REDUCE_AXIS for u in si.ast.toposort()))
+  opts = _opts(ast)
+  assert not any(o.op is OptOps.PREFETCH for o in opts) and any(o.op is OptOps.UPCAST for o in opts), opts
+
 def test_prefetch_opt_is_checked():
   ast = _conv(8, 16, 6)[0].schedule()[-1].ast
   k = Kernel(ast, AVX512)

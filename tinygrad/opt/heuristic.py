@@ -192,6 +192,10 @@ def prefetch_streamed_operand(k:Kernel, opts:list[Opt]) -> None:
   if len(big) > 1 or not loads: return
   b = big[0] if big else max(loads, key=lambda x: loads[x][0])
   (nbytes, strides), glb, rest = loads[b], k.axes_of(AxisType.GLOBAL), sum(n for x, (n, _) in loads.items() if x != b)
+  # (not an operand broadcast across the SIMD lanes, the upcast axis the output is stored contiguously along: a batch-32 conv's 8 MB input,
+  # one value per column for all output channels, has no panels, and asked at every step for the next column tile, which it mostly reads)
+  stored = [k.sts[view_of[u.src[1].arg]].real_strides() for u in k.ast.toposort() if u.op is Ops.STORE and u.src[1].arg in view_of]
+  if any(strides[a] == 0 and any(st[a] == 1 for st in stored) for a in k.axes_of(AxisType.UPCAST)): return
   # over half of L2 and 4x the rest; or, where its panels are the outermost loop (a conv's weights, not an input whose rows the inner loops
   # walk), over a quarter of L2 and twice the rest: the 128->256 stride-2 conv's 1.2 MB (0.85 ms -> 0.75) and a 1x1 conv's 512 KB
   if not (4 * rest <= nbytes > m.l2 // 2 or (glb and strides[glb[0]] != 0 and 2 * rest <= nbytes >= m.l2 // 4)): return
