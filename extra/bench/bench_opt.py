@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Optimizer benchmark: GEMM, conv2d, softmax, layernorm with the heuristics and with BEAM search, against numpy and PyTorch
 (threads = cores), measured side by side in one run.
-Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm-only] [--single]; GEMM_SIZES=1024,2048 picks the GEMM rows.
+Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm-only] [--single] [--breakdown]; GEMM_SIZES=1024,2048 picks
+the GEMM rows. --breakdown: after each GEMM row, each of the call's kernels (B's packing copy, the GEMM) timed where it runs in the call,
+and what the call costs beyond them (Python, launches).
 'vs torch' is the heuristics' ratio, 'BEAM vs torch' the search's, '% peak' the better of the two against this machine's FMA peak measured
 at start (all cores)."""
 import sys, time, os
@@ -13,7 +15,7 @@ if SINGLE: os.environ.update(CPU_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_
 CLOCK = time.thread_time if SINGLE else time.perf_counter
 import numpy as np  # noqa: E402  (the thread counts above must be set first)
 from tinygrad import Tensor, Device, Context  # noqa: E402
-from tinygrad.engine.realize import method_cache  # noqa: E402
+from tinygrad.engine.realize import method_cache, lower_schedule  # noqa: E402
 
 QUICK, NO_BEAM = "--quick" in sys.argv, "--no-beam" in sys.argv
 BEAM_N = int(sys.argv[sys.argv.index("--beam")+1]) if "--beam" in sys.argv else 2
@@ -44,6 +46,31 @@ def tg(make, beam=0):
     # the programs are cached per flags: under the same flags this finds the kernels picked above (no second search)
     with Context(**ctx): make().realize()
   return run, first
+
+def breakdown(make, beam, torch_fxn):
+  """Each kernel of one call's schedule timed in place (run in order, as the call runs them, so each one finds the caches the one before left),
+  interleaved round by round with whole calls and torch's: the best of REPS rounds each. Printed as ms and as a share of the whole call."""
+  # (the flags tg() ran under: the programs it compiled, and BEAM's pick, are found again, not searched for)
+  with Context(BEAM=beam, IGNORE_BEAM_CACHE=1 if beam else 0):
+    eis = [ei for _, ei in lower_schedule(make().schedule())]
+    kernels, whole, t_torch = [float("inf")] * len(eis), float("inf"), float("inf")
+    for _ in range(REPS):
+      for i, ei in enumerate(eis):
+        st = CLOCK()
+        ei.run(wait=True)
+        kernels[i] = min(kernels[i], CLOCK() - st)
+      st = CLOCK()
+      make().realize()
+      whole = min(whole, CLOCK() - st)
+      if torch_fxn is not None:
+        st = CLOCK()
+        torch_fxn()
+        t_torch = min(t_torch, CLOCK() - st)
+  parts = [f"{ei.prg.display_name} {t*1e3:.2f} ms ({100*t/whole:.1f}%)" for ei, t in zip(eis, kernels)]
+  print(f"|   {'BEAM' if beam else 'heuristics'} breakdown: {', '.join(parts)}; rest of the call {(whole-sum(kernels))*1e3:.2f} ms; "
+        f"whole {whole*1e3:.2f} ms"
+        + (f"; torch {t_torch*1e3:.2f} ms: the GEMM kernel alone {t_torch/kernels[-1]:.2f}x torch, the whole call {t_torch/whole:.2f}x"
+           if torch_fxn is not None else ""))
 
 def main():
   try:
@@ -85,6 +112,8 @@ def main():
     pct = f"{100*g(min(t_h, t_b) if not NO_BEAM else t_h)/peak:5.0f}%" if unit == "GFLOP/s" and peak == peak else "      "
     print(f"| {name:28s} | {g(t_h):9.1f} | {g(t_b):9.1f} | {search:8.1f} | {g(t_np):9.1f} | {g(t_t):9.1f} | {t_t/t_h:7.2f}x | {t_t/t_b:12.2f}x | "
           f"{pct} |  {unit}")
+    if "--breakdown" in sys.argv and name.startswith("gemm"):
+      for beam in (0,) + (() if NO_BEAM else (BEAM_N,)): breakdown(mk_tg, beam, torch_fxn if torch else None)
   for N in ((256, 512) if QUICK else tuple(int(x) for x in os.environ.get("GEMM_SIZES", "256,512,1024,2048").split(","))):
     an, bn = rng.standard_normal((N, N), dtype=np.float32), rng.standard_normal((N, N), dtype=np.float32)
     a, b = Tensor(an).realize(), Tensor(bn).realize()
