@@ -106,3 +106,60 @@ def test_batch32_conv_forward_is_one_conv_kernel():
   assert re.search(r"\*\(\(float(8|16|32)\*\)\(data0\+", src) and not re.search(r"\*\(data0\+", src), "the sums are stored as vectors only"
   want = torch.nn.functional.conv2d(torch.from_numpy(xn), torch.from_numpy(wn))
   np.testing.assert_allclose(Tensor(xn).conv2d(Tensor(wn)).numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+# every later use of a blocked conv output (small convs forced to pack: PACKED_CONV_MIN=1) matches torch: views, reduces over each axis,
+# pools with odd windows, writes into it, copies to other devices, a jitted conv, a matmul, a concat, and the gradients through it
+_F = torch.nn.functional
+USES = {
+  "view": lambda t, lib: t[:, 1::3, ::2, 1:].flip(3).permute(0, 2, 3, 1).reshape(t.shape[0], -1),
+  "pad": lambda t, lib: _F.pad(t, (1, 2, 0, 1)) if lib is torch else t.pad((1, 2, 0, 1)),
+  "sums": lambda t, lib: t.sum(0) + t.sum(1, keepdim=True) + t.sum(2, keepdim=True) + t.sum(3, keepdim=True),
+  "maxpool": lambda t, lib: _F.max_pool2d(t, 3, 2, padding=1) if lib is torch else t.max_pool2d(3, 2, padding=1),
+  "avgpool": lambda t, lib: _F.avg_pool2d(t, (3, 1), (1, 2)) if lib is torch else t.avg_pool2d((3, 1), (1, 2)),
+  "matmul": lambda t, lib: t @ lib.ones(t.shape[3], 5) * 0.5,
+  "cat": lambda t, lib: lib.cat([t, t[:, :3] * 2], 1) if lib is torch else t.cat(t[:, :3] * 2, dim=1),
+  "residual": lambda t, lib: (t + t.flip(1) * 0.5).relu(),
+}
+
+@pytest.mark.parametrize("use", sorted(USES))
+@pytest.mark.parametrize("cfg", [(2, 8, 32, 3, 1, (1, 2, 0, 1), 1), (1, 8, 32, 3, 2, 1, 2)], ids=["b2", "grp"])
+def test_uses_of_blocked_conv(cfg, use):
+  bs, cin, cout, k, s, pad, groups = cfg
+  xn, wn, bn = _data(bs, cin, 9, 7), _data(cout, cin // groups, k, k, seed=1, scale=0.2), _data(cout, seed=2)
+  x, w, b = (Tensor(a, requires_grad=True) for a in (xn, wn, bn))
+  tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (xn, wn, bn))
+  with Context(PACKED_CONV_MIN=1):
+    y = x.conv2d(w, b, stride=s, padding=pad, groups=groups).realize()
+    ty = _F.conv2d(_F.pad(tx, pad) if isinstance(pad, tuple) else tx, tw, tb, stride=s, padding=0 if isinstance(pad, tuple) else pad, groups=groups)
+    got, want = USES[use](y, Tensor), USES[use](ty, torch)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
+    gn = _data(*want.shape, seed=3)
+    (got * Tensor(gn)).sum().backward()
+  (want * torch.from_numpy(gn)).sum().backward()
+  for a, ta in ((x, tx), (w, tw), (b, tb)): np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-3, atol=1e-3)
+
+def test_writes_copies_and_jit_of_blocked_conv(tmp_path):
+  from tinygrad import TinyJit
+  from tinygrad.nn.state import safe_save, safe_load
+  xn, wn = _data(2, 8, 9, 7), _data(32, 8, 3, 3, seed=1, scale=0.2)
+  ref = torch.nn.functional.conv2d(torch.from_numpy(xn), torch.from_numpy(wn), padding=1).numpy()
+  def conv(x:Tensor) -> Tensor:
+    with Context(PACKED_CONV_MIN=1): return x.conv2d(Tensor(wn), padding=1).realize()
+  y = conv(Tensor(xn))
+  assert not y.uop.st.contiguous   # (a permuted view of the blocked buffer)
+  np.testing.assert_allclose(np.array(y.tolist()), ref, rtol=1e-4, atol=1e-4)
+  for dev in ("PYTHON", "LLVM"): np.testing.assert_allclose(y.to(dev).numpy(), ref, rtol=1e-4, atol=1e-4)
+  safe_save({"y": y}, str(tmp_path / "y.safetensors"))
+  np.testing.assert_allclose(safe_load(str(tmp_path / "y.safetensors"))["y"].numpy(), ref, rtol=1e-4, atol=1e-4)
+  y[:, 16:] = y[:, :16]
+  y[Tensor([0, 1]), Tensor([3, 31])] = 9.0
+  r = ref.copy()
+  r[:, 16:] = ref[:, :16]
+  r[[0, 1], [3, 31]] = 9.0
+  np.testing.assert_allclose(y.numpy(), r, rtol=1e-4, atol=1e-4)
+  y.assign(y.flip(2) * 2 + 1).realize()
+  np.testing.assert_allclose(y.numpy(), r[:, :, ::-1] * 2 + 1, rtol=1e-4, atol=1e-4)
+  jf = TinyJit(lambda x: (conv(x) * 2).realize())
+  for i in range(3):
+    want = torch.nn.functional.conv2d(torch.from_numpy(xn + i), torch.from_numpy(wn), padding=1).numpy() * 2
+    np.testing.assert_allclose(jf(Tensor(xn + i)).numpy(), want, rtol=1e-4, atol=1e-4)

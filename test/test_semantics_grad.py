@@ -299,3 +299,28 @@ def test_backward_through_reduce_over_empty_axis(device):
   y = Tensor(np.ones((3, 0), np.float32), requires_grad=True, device=device)
   (y.sum(1) * 2).sum().backward()
   assert y.grad.shape == (3, 0)
+
+def test_optimizer_steps_params_made_by_a_fill():
+  # Tensor.zeros(requires_grad=True) is a buffer filled by an ASSIGN: the first step realized that fill into the leaf's buffer, whose views
+  # then got the fill as their gradient origin (a cycle through the buffer at the next backward, or a bias that stopped learning)
+  from tinygrad.nn.optim import SGD
+  wn, xn = np.array([[1.0, 2, 3], [0, 1, 0]], np.float32), np.array([[1.0, 2, 3]], np.float32)
+  w, b = Tensor(wn, requires_grad=True), Tensor.zeros(2, requires_grad=True)
+  tw, tb = torch.tensor(wn, requires_grad=True), torch.zeros(2, requires_grad=True)
+  opt, topt = SGD([w, b], lr=0.1), torch.optim.SGD([tw, tb], lr=0.1)
+  with Tensor.train():
+    for _ in range(3):
+      opt.zero_grad(); (Tensor(xn) @ w.T + b).square().sum().backward(); opt.step()
+      topt.zero_grad(); (torch.tensor(xn) @ tw.T + tb).square().sum().backward(); topt.step()
+  np.testing.assert_allclose(b.numpy(), tb.detach().numpy(), rtol=1e-5)
+  np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=1e-5)
+
+def test_backward_through_an_in_place_update():
+  # y += x into a realized buffer that needs no gradient: the gradient sees y's new value (torch's add_), not a cycle through y's buffer
+  y, x = Tensor([1.0, 2.0]).realize(), Tensor([1.0, 1.0], requires_grad=True)
+  y.assign(y + x).realize()
+  (y * y).sum().backward()
+  ty, tx = torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0], requires_grad=True)
+  ty = ty.add_(tx)
+  (ty * ty).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())

@@ -107,7 +107,9 @@ def _with_grad_origins(root:UOp) -> UOp:
     u, children_done = stack.pop()
     if u in new: continue
     origin = _grad_origin.get(u)
-    if not children_done:
+    # (a DETACH passes no gradient: it reads what it reads now, and an origin below it may name its own buffer's old value)
+    if u.op is Ops.DETACH: new[u] = u
+    elif not children_done:
       # everything above u's own entry on the stack is below u in the graph: meeting u there again is a cycle
       if u in in_progress: raise RuntimeError(f"gradient origins form a cycle at {u.op} {u.shape}")
       in_progress.add(u)
@@ -123,13 +125,18 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
   if _grad_uops.data:
     leaves = {t.uop for ref in list(all_tensors) if (t := ref()) is not None and t.is_leaf and t.requires_grad}
     cut, floats = [], []
+    leaf_bufs = {becomes_map.get(k, k).base for k in leaves}
     for k, v in becomes_map.items():
       if k in leaves: continue
       if not _reaches_grad(k, floats_only=False): cut.append(k)
-      elif v not in leaves:   # (x.contiguous() of a realized leaf x is x's buffer)
+      # (a leaf's buffer and its views are the leaf: x.contiguous() of a realized leaf x, the ASSIGN that filled a leaf (Tensor.zeros(
+      # requires_grad=True)) and views of it give them no origin)
+      elif v.base not in leaf_bufs:
         # a buffer this realize wrote fresh holds k; an older one (ASSIGN target, CONTIGUOUS of a buffer) is in k, meaning its old value
         old = v.base.op is Ops.BUFFER and v.base.src[0].arg < first_new_buffer
-        new_origins[v] = k.substitute({v: _grad_origin.get(v, v.detach())}) if old else k
+        # (the old value is overwritten: the origin's value is the buffer's, its gradient k's with the buffer's value for its old one)
+        k2 = k.src[1] if k.op is Ops.ASSIGN and k.src[1].shape == v.shape else k
+        new_origins[v] = v.detach() + ((k2 := k2.substitute({v: _grad_origin.get(v, v.detach())})) - k2.detach()) if old else k
         if _reaches_grad(k): floats.append(v)
     # a realize must not open a gradient path: x.detach() of a realized x stays a DETACH, not x's own buffer
     for k in cut:
