@@ -55,7 +55,16 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
       inputs.append(u)
     elif not (src := u.src): pos[u] = p = ~len(entries); entries.append(u)
     else:
-      if len(src) == 1: reads_buf = (p := visit(src[0])) >= 0; src_pos: tuple[int, ...] = (p,)
+      if len(src) == 1:
+        # (a known source, or a realized tensor's buffer under its view, is entered here without a call: every input is one)
+        if (p := get(s := src[0])) is None:
+          if s.op is BUFFER:
+            pos[s] = p = len(entries)
+            entries.append((BUFFER, s.dtype._key, s.arg, s.src[1].arg, len(inputs)))
+            inputs.append(s)
+          else: p = visit(s)
+        reads_buf = p >= 0
+        src_pos: tuple[int, ...] = (p,)
       else: reads_buf = max(src_pos := tuple(map(visit, src))) >= 0
       if reads_buf:
         # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement and reduce args have none)
@@ -132,7 +141,7 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
               for (ast, _, vv), ix in zip(plan.items, plan.item_slots)]
   for u in plan.rebuild:
     if u not in real:
-      real[u] = n = UOp(u.op, u.dtype, tuple(real.get(s, s) for s in u.src), u.arg)
+      real[u] = n = UOp(u.op, u.dtype, tuple(map(real.get, u.src, u.src)), u.arg)
       (d := n.__dict__)["_st"], d["_device"] = (ud := u.__dict__)["_st"], ud["_device"]
   return schedule, plan.var_vals, {nodes[i]: real.get(v, v) for i, v in plan.becomes}
 
