@@ -1,6 +1,6 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _PLAIN_ARG, _unique_counter, buffers, _compute_st, _compute_device
@@ -90,7 +90,8 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
         stack.append((u, True))
         if u.op is not BUFFER: stack.extend((x, False) for x in reversed(u.src) if x not in seen)
     for u in order: visit(u)
-  finally: visit = cast(Any, None)   # (visit's closure holds visit: a cycle that would keep this graph alive until the garbage collector runs)
+  # (visit's closure holds visit: a cycle that would keep this graph alive until the garbage collector runs)
+  finally: visit = None   # type: ignore[assignment]
   return list(pos), inputs, tuple(entries)
 
 def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, int], dict[UOp, UOp]]:
