@@ -110,7 +110,7 @@ class Buffer:
   def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
   def allocate(self, opaque:Any=None, external_ptr:int|None=None) -> Buffer:
     if self.is_allocated(): raise RuntimeError(f"{self} is already allocated")
-    self.allocator: Allocator = Device[self.device].allocator
+    self.allocator: Allocator = (Device._opened.get(self.device) or Device[self.device]).allocator   # (an open device without a call)
     if external_ptr is not None: self.options = replace(self.options or BufferSpec(), external_ptr=external_ptr)
     if self._base is not None:
       self._base.ensure_allocated()
@@ -118,17 +118,19 @@ class Buffer:
       self._buf = offset_fn(self._base._buf, self.nbytes, self.offset)
       self._base.allocated_views += 1
     else:
-      self._buf = opaque if opaque is not None else self.allocator.alloc(self.nbytes, self.options)
-      if self.allocator.device_memory: GlobalCounters.mem_used += self.nbytes
+      nbytes = self.size*self.dtype.itemsize
+      self._buf = opaque if opaque is not None else self.allocator.alloc(nbytes, self.options)
+      if self.allocator.device_memory: GlobalCounters.mem_used += nbytes
     return self
   def deallocate(self) -> None:
     if not self.is_allocated(): raise RuntimeError(f"{self} is not allocated")
     self._release()
   def _release(self) -> None:
     if self._base is None:
-      if self.allocator.device_memory: GlobalCounters.mem_used -= self.nbytes
+      nbytes = self.size*self.dtype.itemsize
+      if self.allocator.device_memory: GlobalCounters.mem_used -= nbytes
       # memory the buffer doesn't own must never land in the LRU cache
-      if self.options is None or self.options.external_ptr is None: self.allocator.free(self._buf, self.nbytes, self.options)
+      if self.options is None or self.options.external_ptr is None: self.allocator.free(self._buf, nbytes, self.options)
     else: self._base.allocated_views -= 1
     del self._buf
   def __del__(self) -> None:

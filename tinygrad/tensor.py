@@ -322,7 +322,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
         raise TypeError(f"can't make a Tensor from {type(data).__name__}: expected a UOp, Python scalar, nested list, bytes, numpy array or None")
     # a result of ops on tensors that require grad requires grad too (a non-leaf); under no_grad it is cut from their graph
     self._requires_grad, self.is_leaf = requires_grad, True
-    if requires_grad is None and isinstance(data, UOp) and _reaches_grad(uop):
+    if requires_grad is None and _grad_uops.data and isinstance(data, UOp) and _reaches_grad(uop):
       if _TensorMeta._no_grad: uop = uop.detach()
       else: self._requires_grad, self.is_leaf = True, False
     self._uop = uop
@@ -378,7 +378,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]  # type: ignore[return-value]
-  def __hash__(self) -> int: return id(self)  # __eq__ is elementwise, so identity is the only sound hash
+  __hash__ = object.__hash__   # __eq__ is elementwise, so identity is the only sound hash (and object's costs no Python call)
   def __repr__(self) -> str:
     u = self.uop
     state = "realized " if u.is_realized else ""
@@ -396,7 +396,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def schedule_with_vars(self, *lst:Tensor) -> tuple[list, dict[UOp, int]]:
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
     first_new_buffer = next(_unique_counter)
-    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp.sink(*[t.uop for t in (self,)+lst]))
+    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, (self._uop,)+tuple(t._uop for t in lst)))
     _apply_map_to_tensors(becomes_map, first_new_buffer)
     return schedule, var_vals
   def schedule(self, *lst:Tensor) -> list:
@@ -609,13 +609,15 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     xu, yu = self._broadcasted_uops(yt := self.ufix(y), reverse, what)
     a, b = (yt, self) if reverse else (self, yt)
     return (a if xu is a._uop else Tensor(xu)), (b if yu is b._uop else Tensor(yu))
+  def _binop(self, op:Ops, x:Any, reverse:bool) -> Tensor:
+    # the operators (x*2, a+b, 2*x ...) come here straight: a Python scalar becomes a CONST of this tensor's shape, no Tensor is made for it
+    xu, yu = self._broadcasted_uops(x, reverse, what=(name := _OP_NAMES.get(op) or op.name.lower()))   # (op.name is Python code)
+    if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(xu.dtype):
+      raise NotSupportedError(f"{name} needs int or bool tensors, got {xu.dtype}")
+    return Tensor(xu.alu(op, yu))
   def alu(self, op:Ops, *src:Any) -> Tensor:
     if not src: return Tensor(self._uop.alu(op))
-    if len(src) == 1:
-      xu, yu = self._broadcasted_uops(src[0], what=(name := _OP_NAMES.get(op, op.name.lower())))
-      if op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and dtypes.is_float(xu.dtype):
-        raise NotSupportedError(f"{name} needs int or bool tensors, got {xu.dtype}")
-      return Tensor(xu.alu(op, yu))
+    if len(src) == 1: return self._binop(op, src[0], False)
     if op is not Ops.WHERE or len(src) != 2: raise ValueError(f"unexpected {op} with {len(src)+1} operands")
     x, y = src[0]._broadcasted_uops(src[1], what="where") if isinstance(src[0], Tensor) else \
       self.ufix(src[1])._broadcasted_uops(src[0], True, "where")

@@ -34,6 +34,8 @@ class CompiledRunner(Runner):
     # launch dimensions without variables (the kernel may still take some) are the same on every call: worked out once
     self._dims: tuple[tuple[int, ...], tuple[int, ...]|None]|None = None
     if all(isinstance(s, int) for s in (p.global_size or []) + (p.local_size or [])): self._dims = self._launch_dims({})
+    # GlobalCounters' figures for one run when they don't depend on variables (run_schedule adds them without a call)
+    self._counts = (p.estimates.ops, p.estimates.mem) if type(p.estimates.ops) is int and type(p.estimates.mem) is int else None
     super().__init__(p.name, p.device, p.estimates)
   def __reduce__(self): return self.__class__, (self.p, self.lib)
   def _launch_dims(self, var_vals:dict[UOp, int]) -> tuple[tuple[int, ...], tuple[int, ...]|None]:
@@ -164,12 +166,22 @@ class JitError(RuntimeError):
 def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None, do_update_stats=True):
   # kernels compiled before run straight from the cache, without an ExecItem each, where nothing watches (a capture, DEBUG's lines, BEAM)
   flags = program_flags() if not capturing and DEBUG.value < 2 and BEAM.value < 1 else None
+  opened = Device._opened   # (an open device by its name without a Python call; Device[] opens the others)
   for si in schedule:
     if flags is not None and si.ast.op is Ops.SINK and \
-       (prg := method_cache.get((dev := si.bufs[0].device, si.ast, Device[dev].renderer, flags))) is not None:
+       (prg := method_cache.get((dev := si.bufs[0].device, si.ast, (opened.get(dev) or Device[dev]).renderer, flags))) is not None:
       vv = {**var_vals, **si.var_vals} if var_vals and si.var_vals else si.var_vals or var_vals or {}
-      prg([b if hasattr(b := si.bufs[i], "_buf") else b.ensure_allocated() for i in prg.p.globals], vv)
-      if do_update_stats: _count_kernel(prg, vv)
+      # (CompiledRunner.__call__ unrolled: this runs for every kernel of every realize)
+      gs, ls = prg._dims if prg._dims is not None else prg._launch_dims(vv)
+      p, bufs = prg.p, si.bufs
+      prg._prg(*[(b if hasattr(b := bufs[i], "_buf") else b.ensure_allocated())._buf for i in p.globals], global_size=gs, local_size=ls,
+               vals=tuple(vv[k] for k in p.vars) if p.vars else ())
+      if not do_update_stats: continue
+      if (counts := prg._counts) is None: _count_kernel(prg, vv)
+      else:
+        GlobalCounters.kernel_count += 1
+        GlobalCounters.global_ops += counts[0]
+        GlobalCounters.global_mem += counts[1]
       continue
     try: ei = lower_schedule_item(si, schedule)
     except Exception as e:

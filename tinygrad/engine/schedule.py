@@ -1,6 +1,6 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _PLAIN_ARG, _unique_counter, buffers, _compute_st, _compute_device
@@ -55,7 +55,16 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
       inputs.append(u)
     elif not (src := u.src): pos[u] = p = ~len(entries); entries.append(u)
     else:
-      if len(src) == 1: reads_buf = (p := visit(src[0])) >= 0; src_pos: tuple[int, ...] = (p,)
+      if len(src) == 1:
+        # (a known source, or a realized tensor's buffer under its view, is entered here without a call: every input is one)
+        if (p := get(s := src[0])) is None:
+          if s.op is BUFFER:
+            pos[s] = p = len(entries)
+            entries.append((BUFFER, s.dtype._key, s.arg, s.src[1].arg, len(inputs)))
+            inputs.append(s)
+          else: p = visit(s)
+        reads_buf = p >= 0
+        src_pos: tuple[int, ...] = (p,)
       else: reads_buf = max(src_pos := tuple(map(visit, src))) >= 0
       if reads_buf:
         # (only constants carry floats, whose -0.0 and 0.0 _argkey keeps apart; movement and reduce args have none)
@@ -81,7 +90,8 @@ def _structure(sink:UOp) -> tuple[list[UOp], list[UOp], tuple]:
         stack.append((u, True))
         if u.op is not BUFFER: stack.extend((x, False) for x in reversed(u.src) if x not in seen)
     for u in order: visit(u)
-  finally: visit = cast(Any, None)   # (visit's closure holds visit: a cycle that would keep this graph alive until the garbage collector runs)
+  # (visit's closure holds visit: a cycle that would keep this graph alive until the garbage collector runs)
+  finally: visit = None   # type: ignore[assignment]
   return list(pos), inputs, tuple(entries)
 
 def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, int], dict[UOp, UOp]]:
@@ -132,7 +142,7 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
               for (ast, _, vv), ix in zip(plan.items, plan.item_slots)]
   for u in plan.rebuild:
     if u not in real:
-      real[u] = n = UOp(u.op, u.dtype, tuple(real.get(s, s) for s in u.src), u.arg)
+      real[u] = n = UOp(u.op, u.dtype, tuple(map(real.get, u.src, u.src)), u.arg)
       (d := n.__dict__)["_st"], d["_device"] = (ud := u.__dict__)["_st"], ud["_device"]
   return schedule, plan.var_vals, {nodes[i]: real.get(v, v) for i, v in plan.becomes}
 

@@ -81,22 +81,30 @@ _PLAIN_ARG = GroupOp.Movement | {Ops.REDUCE_AXIS, Ops.VIEW}   # args of ints, op
 
 _MISSING = object()   # a memo not filled in yet (None is a value: no shape, no device)
 
-class _Buffers(weakref.WeakKeyDictionary):
-  """A Buffer for every BUFFER UOp that has one (weak, so graphs that die free their memory). The UOp's memo holds it too: a read finds it
-  there without making a weak reference."""
+class _Buffers:
+  """A Buffer for every BUFFER UOp that has one (weak, so graphs that die free their memory). The UOp's memo holds it, so a read is one dict
+  lookup; the registry TinyJit walks (values()) holds it under a weak reference to the UOp whose callback, all C, drops the entry as the UOp
+  dies: registering and forgetting a buffer cost no Python call but this one."""
+  def __init__(self) -> None: self._refs: dict[weakref.ReferenceType[UOp], Any] = {}
   def __setitem__(self, u:UOp, buf:Any) -> None:
-    u.__dict__["_buffer"] = buf
-    super().__setitem__(u, buf)
+    # (a second set for a live UOp keeps the first key, whose callback still drops it; the new reference dies unused, never calling back)
+    u.__dict__["_buffer"] = self._refs[_weakref(u, self._refs.pop)] = buf
   def __delitem__(self, u:UOp) -> None:
-    u.__dict__.pop("_buffer", None)
-    super().__delitem__(u)
+    del u.__dict__["_buffer"]
+    del self._refs[_weakref(u)]   # (the stored reference goes with its entry: its callback never runs)
   def pop(self, u:UOp, *default:Any) -> Any:
-    u.__dict__.pop("_buffer", None)
-    return super().pop(u, *default)
+    if "_buffer" not in u.__dict__:
+      if default: return default[0]
+      raise KeyError(u)
+    ret = u.__dict__["_buffer"]
+    del self[u]
+    return ret
   def get(self, u:UOp, default:Any=None) -> Any: return u.__dict__.get("_buffer", default)
   def __getitem__(self, u:UOp) -> Any: return u.__dict__["_buffer"]
   def __contains__(self, u:object) -> bool: return isinstance(u, UOp) and "_buffer" in u.__dict__
-buffers: weakref.WeakKeyDictionary[UOp, Any] = _Buffers()
+  def __len__(self) -> int: return len(self._refs)
+  def values(self) -> list[Any]: return list(self._refs.values())
+buffers = _Buffers()
 _unique_counter = itertools.count()
 
 class UOp(MathTrait, metaclass=UOpMetaClass):
@@ -356,12 +364,12 @@ def _compute_st(u:UOp):
     if (src_st := u.src[0].st) is None: raise ValueError(f"{u.op} on {u.src[0].op}, which has no shape")
     return _moved_st(src_st, op, u.arg)
   if op not in _ST_SPECIAL:   # elementwise: every source with a shape has the same one
-    src_sts = [st for s in u.src if (st := s.st) is not None]
-    if not src_sts: return None
-    shape = src_sts[0].shape
-    for st in src_sts:
-      if st.shape != shape: raise ValueError(f"{u.op} needs sources of one shape, got {[st.shape for st in src_sts]}")
-    return _contiguous_st(shape)
+    shape = None
+    for s in u.src:   # (a loop, not a comprehension: this runs for every node built)
+      if (st := s.st) is None: continue
+      if shape is None: shape = st.shape
+      elif st.shape != shape: raise ValueError(f"{u.op} needs sources of one shape, got {[x.shape for x in u.src if x.st is not None]}")
+    return None if shape is None else _contiguous_st(shape)
   if op is Ops.VIEW: return u.arg
   if op is Ops.BUFFER: return _contiguous_st((u.arg,))
   if op in (Ops.CONST, Ops.VCONST, Ops.DEFINE_VAR, Ops.BIND):
@@ -378,7 +386,9 @@ def _compute_st(u:UOp):
 def _compute_device(u:UOp) -> str|tuple[str, ...]|None:
   if u.op is Ops.DEVICE: return u.arg
   if u.op is Ops.COPY: return u.src[1].arg
-  return next((d for s in u.src if (d := s.__dict__["_device"]) is not None), None)
+  for s in u.src:   # (a loop, not a generator: this runs for every node built)
+    if (d := s.__dict__["_device"]) is not None: return d
+  return None
 
 # the arg of a FUSE whose value is 0 going forward and only carries a gradient (Tensor._with_grad): the scheduler drops it
 ZERO_FORWARD = "zero_forward"
