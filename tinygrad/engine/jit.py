@@ -29,6 +29,9 @@ class GraphRunner(Runner):
     self.symbolic = [j for j, ei in enumerate(jit_cache) if self._prg(ei).p.vars]
     self.launches = [self._launch(ei, var_vals) for ei in jit_cache]
     self.programs = [self._prg(ei)._prg for ei in jit_cache]
+    # what the base launch loop calls: per kernel a callable and its argument list, buffers first (Program.bind where it has one), so a
+    # replay is one call per kernel with nothing worked out
+    self.calls = [self._bind(j) for j in range(len(jit_cache))]
     super().__init__(colored(f"<batched {len(jit_cache)}>", "cyan"), jit_cache[0].prg.device,
                      sum((ei.prg.estimates for ei in jit_cache), Estimates()))
   @staticmethod
@@ -40,12 +43,18 @@ class GraphRunner(Runner):
     global_size, local_size = p.launch_dims(vv)
     return [[b.ensure_allocated()._buf for b in ei.bufs if b is not None], tuple(global_size), tuple(local_size) if local_size else None,
             tuple(vv[v] for v in p.vars)]
+  def _bind(self, j:int) -> tuple[Callable[..., Any], list]:
+    prg, (bufs, global_size, local_size, vals) = self.programs[j], self.launches[j]
+    if (bind := getattr(prg, "bind", None)) is not None: return bind(bufs, global_size, local_size, vals)
+    return functools.partial(prg, global_size=global_size, local_size=local_size, vals=vals), list(bufs)
   def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None:
-    for (j, i), k in self.input_replace.items(): self.launches[j][0][i] = rawbufs[k]._buf
-    for j in self.symbolic: self.launches[j][1:] = self._launch(self.jit_cache[j], var_vals)[1:]
-    st = time.perf_counter()
-    for prg, (bufs, global_size, local_size, vals) in zip(self.programs, self.launches):
-      prg(*bufs, global_size=global_size, local_size=local_size, vals=vals)
+    calls = self.calls
+    for (j, i), k in self.input_replace.items(): self.launches[j][0][i] = calls[j][1][i] = rawbufs[k]._buf
+    for j in self.symbolic:
+      self.launches[j][1:] = self._launch(self.jit_cache[j], var_vals)[1:]
+      calls[j] = self._bind(j)
+    if wait: st = time.perf_counter()
+    for fxn, args in calls: fxn(*args)
     if not wait: return None
     Device[self.device].synchronize()
     return time.perf_counter() - st
