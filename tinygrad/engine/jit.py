@@ -59,6 +59,13 @@ class GraphRunner(Runner):
     Device[self.device].synchronize()
     return time.perf_counter() - st
 
+def _written(ei:ExecItem) -> list[Buffer]:
+  # the buffers an item may write: a kernel's stores; for any other item, every buffer it is given
+  bufs = [b for b in ei.bufs if b is not None]
+  if not isinstance(ei.prg, CompiledRunner) or not all(u.op is Ops.STORE and u.src[0].op is Ops.DEFINE_GLOBAL for u in ei.prg.p.ast.src): return bufs
+  stored = {u.src[0].arg for u in ei.prg.p.ast.src}
+  return [b for g, b in zip(ei.prg.p.globals, ei.bufs) if g in stored and b is not None]
+
 def _flatten(name:str, x:Any, out:list[tuple[str, Any]]) -> list[tuple[str, Any]]:
   # tensors inside (nested) tuples, lists and dicts are inputs and outputs too
   if isinstance(x, (tuple, list)):
@@ -117,6 +124,7 @@ class TinyJit(Generic[ReturnType]):
     self.symbolic_outputs: list[tuple[Any, UOp]] = []
     self.ret: Any = None
     self.planned_bytes = (0, 0)   # intermediate bytes before and after memory planning
+    self.read_only_inputs: set[int] = set()   # the inputs (by position) no captured kernel writes
 
   def _prepare(self, args:tuple, kwargs:dict) -> tuple[list[tuple[str, tuple]], list[Buffer], dict[UOp, int]]:
     from tinygrad.tensor import Tensor
@@ -194,6 +202,9 @@ class TinyJit(Generic[ReturnType]):
     # every buffer a live tensor holds (outputs, weights, state) survives the call; the rest are intermediates to share
     gc.collect()
     keep = {b.base for b in list(buffers.values())} | {b.base for b in in_bufs} | set(computed)
+    # a replay may bind memory of the caller's own to these (OnnxRunner binds numpy arrays in place), as nothing writes into it
+    written = {id(b.base) for ei in self.jit_cache for b in _written(ei)}
+    self.read_only_inputs = {k for k, b in enumerate(in_bufs) if id(b) not in written}
     self.jit_cache, *planned = memory_planner(self.jit_cache, keep)
     self.planned_bytes = (planned[0], planned[1])
     if JIT < 2: self.jit_cache = self._batch(self.jit_cache, in_bufs, var_vals)

@@ -72,7 +72,7 @@ class CPUProgram:
     self.handle = ctypes.CDLL(str(path))
     try: self.fxn = getattr(self.handle, name)
     except AttributeError as e: raise RuntimeError(f"function {name!r} not found in the compiled kernel") from e
-    self._nargs, self._plain = -1, None
+    self._nargs, self._plain = -1, cast(Callable|None, None)
   def __call__(self, *bufs, global_size:tuple[int, ...]|None=(1,1,1), local_size:tuple[int, ...]|None=(1,1,1), vals:tuple[int, ...]=(),
                wait:bool=False) -> float|None:
     # the plain launch (one thread, no clock) first and alone: it runs for every kernel of every realize
@@ -90,8 +90,8 @@ class CPUProgram:
     if self._plain is None:
       # a function object of its own with no argtypes: ctypes passes arrays as pointers and ints as C ints itself, faster than through
       # c_void_p's conversion (and __call__'s argtypes stay as they are)
-      self._plain = self.handle[self.name]
-      self._plain.restype = None
+      plain = self.handle[self.name]
+      plain.restype, self._plain = None, plain
     return self._plain, [*bufs, *vals]
   def _set_argtypes(self, nbufs:int, nints:int) -> None:
     # set once: with argtypes ctypes converts the arguments in C, which keeps the launch cheap
