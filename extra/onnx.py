@@ -4,7 +4,7 @@ Each ONNX operator maps onto Tensor ops in a function named after it (ops in ext
 graph's value infos. Values are Tensors, Python lists (sequences), None (missing optionals) or numpy object arrays (string tensors).
 """
 from __future__ import annotations
-import contextlib, dataclasses, inspect, pathlib, sys, time
+import contextlib, ctypes, dataclasses, inspect, pathlib, sys, time
 from collections import ChainMap
 from typing import Any, Callable
 from tinygrad import Tensor, TinyJit, UOp, dtypes, Device
@@ -12,7 +12,7 @@ from tinygrad.uop.ops import buffers
 from tinygrad.tensor import _to_np_dtype
 from tinygrad.helpers import JIT
 from tinygrad.engine.realize import BufferCopy, JitError, capturing
-from tinygrad.device import Buffer, is_dtype_supported
+from tinygrad.device import Buffer, BufferSpec, is_dtype_supported
 from tinygrad.dtype import DType
 from extra.onnx_parser import (onnx_load, onnx_load_message, OnnxParser, ModelProto, GraphProto, NodeProto, OnnxTensor, AttributeProto,
                                AttributeType, ValueInfoProto, SparseTensorProto, TypeProto, onnx_dtype, DATA_TYPE_NAMES, TensorDataType,
@@ -97,7 +97,7 @@ class OnnxRunner:
     self.jit = jit and not any(_is_random(n) for n in _all_nodes(self.graph, self.model.functions))
     self._jits: dict[tuple, TinyJit|None] = {}
     self._handouts: dict[tuple, dict[str, _Handout]] = {}   # signature -> its capture's outputs as callers get them
-    self._numpy_replays: dict[tuple, tuple[tuple, list[Buffer], tuple]] = {}   # numpy inputs' signature -> (signature, own inputs, prepared)
+    self._numpy_replays: dict[tuple, tuple[tuple, list[_NumpyInput], tuple]] = {}   # numpy inputs' signature -> (signature, inputs, prepared)
 
   def _add_constant(self, name: str, value: Any):
     if isinstance(value, Tensor): value.realize()
@@ -224,7 +224,10 @@ class OnnxRunner:
           if jit.cnt >= 2 and (npkey := _numpy_key(inputs)) is not None and all(_to_np_dtype(feed[n].dtype) == a.dtype for n, a in inputs.items()):
             own = {n: _empty_like(v) for n, v in feed.items()}
             # the runner's own input tensors never change buffers: TinyJit's look at the arguments (signature, buffers) is made once
-            self._numpy_replays[npkey] = (key, [own[n].uop.base.buffer for n in inputs], jit._prepare((own,), {}))
+            prepared = jit._prepare((own,), {})
+            index = {id(b): k for k, b in enumerate(prepared[1])}
+            ins = [_NumpyInput(k := index[id(own[n].uop.base.buffer)], prepared[1][k], k in jit.read_only_inputs) for n in inputs]
+            self._numpy_replays[npkey] = (key, ins, prepared)
           return ret
     return self._run(values)
 
@@ -245,12 +248,16 @@ class OnnxRunner:
       out[name] = h.tensor
     return out
 
-  def _replay_numpy(self, inputs: dict[str, Any], key: tuple, bufs: list[Buffer], prepared: tuple) -> dict[str, Any]:
+  def _replay_numpy(self, inputs: dict[str, Any], key: tuple, ins: list[_NumpyInput], prepared: tuple) -> dict[str, Any]:
     # a signature replayed before with numpy inputs of these names, shapes and dtypes: the checks passed then, and pass now
-    for arr, buf in zip(inputs.values(), bufs): buf.copyin(memoryview(arr.reshape(-1)))   # a copy only if not contiguous
+    signature, bufs, var_vals = prepared
+    for arr, inp in zip(inputs.values(), ins):
+      if (buf := inp.bind(arr)) is not bufs[inp.index]:
+        if bufs is prepared[1]: bufs = list(bufs)
+        bufs[inp.index] = buf
     self._jits[key] = jit = self._jits.pop(key)
     assert jit is not None
-    return self._replay(key, jit, None, prepared)
+    return self._replay(key, jit, None, (signature, bufs, var_vals))
 
   def _forget(self, key: tuple):
     # a forgotten capture never runs again: the outputs it handed out keep its buffers as they are
@@ -357,6 +364,22 @@ def _empty_like(t: Tensor) -> Tensor:
   out.uop.base.buffer.allocate()
   return out
 
+class _NumpyInput:
+  """A numpy input of a replayed signature, given to the capture as its input buffer `index`: copied into the runner's own buffer, or, where
+  the device computes on host memory and no kernel of the capture writes this input, bound in place: a Buffer over the array's memory, no
+  copy (made again only when a call brings other memory). The array bound last is kept alive with it."""
+  def __init__(self, index: int, own: Buffer, read_only: bool):
+    self.index, self.own, self.buf, self.ptr, self.arr = index, own, own, 0, None
+    self.in_place = read_only and own.nbytes >= IN_PLACE_MIN and getattr(Device[own.device].allocator, "host_memory", False)
+  def bind(self, arr: Any) -> Buffer:
+    if self.in_place and arr.flags.carray:   # C order, aligned and writable, which c_char.from_buffer needs to give the address
+      if (ptr := ctypes.addressof(ctypes.c_char.from_buffer(arr))) != self.ptr:
+        self.ptr, self.buf = ptr, Buffer(self.own.device, self.own.size, self.own.dtype, options=BufferSpec(external_ptr=ptr)).allocate()
+      self.arr = arr
+      return self.buf
+    self.own.copyin(memoryview(arr.reshape(-1)))   # (reshape copies only an array that is not contiguous)
+    return self.own
+
 class _Handout:
   """An output of a capture as callers get it: the same Tensor every call, on a buffer UOp of its own over the capture's output buffer, so
   no copy is made. The next replay overwrites that buffer: if the caller still holds the Tensor or anything built from it, or the raw Buffer
@@ -413,6 +436,7 @@ _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformL
             "SequenceMap"}
 
 MAX_JITS = 8   # input signatures an OnnxRunner keeps a capture for
+IN_PLACE_MIN = 65536   # bytes from which a numpy input is bound in place, not copied: below, a copy costs less than making a Buffer
 
 _RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 

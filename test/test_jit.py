@@ -431,3 +431,27 @@ def test_shared_intermediates_replay_equals_numpy(jit, planner):
     for _ in range(6):
       xn, yn = _rand(rng, 8, 16), _rand(rng, 8, 16)
       for got, want in zip(f(Tensor(xn), Tensor(yn)), fn_np(xn, yn)): np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("threads,symbolic", [(1, True), (2, False)])
+def test_graph_launch_loop_binds_each_kernel_once(threads, symbolic):
+  # the base GraphRunner calls one bound callable per kernel (CPUProgram.bind: the kernel's own function with no argument conversion, or
+  # its threaded launch); replays with new inputs, threaded kernels and variables still give numpy's answers
+  if Device[Device.DEFAULT].graph is not True: pytest.skip(f"{Device.DEFAULT} has its own graph")
+  v = Variable("n", 1, 64)
+  with Context(CPU_THREADS=threads, THREAD_MIN_WORK=1):
+    @TinyJit
+    def f(a:Tensor, b:Tensor) -> tuple[Tensor, Tensor]: return ((a * 2 + b).contiguous() * 3).sum(0), (a - b).contiguous().sum(1).sum()
+    rng = np.random.default_rng(0)
+    for n in (64, 17, 40, 5, 64):
+      an, bn = _rand(rng, 64, 256), _rand(rng, 64, 256)
+      if not symbolic: n = 64
+      rows = ((0, v.bind(n) if symbolic else n), None)
+      x, s = f(Tensor(an).shrink(rows), Tensor(bn).shrink(rows))
+      np.testing.assert_allclose(x.numpy(), ((an[:n] * 2 + bn[:n]) * 3).sum(0), rtol=1e-5, atol=1e-5)
+      np.testing.assert_allclose(s.numpy(), (an[:n] - bn[:n]).sum(), rtol=1e-4, atol=1e-3)
+  (graph,) = [ei.prg for ei in f.jit_cache]
+  assert isinstance(graph, GraphRunner) and len(graph.calls) == len(graph.jit_cache) >= 2
+  for (fxn, args), p, (bufs, gs, _, vals) in zip(graph.calls, graph.programs, graph.launches):
+    if gs[0] == 1: assert fxn is p._plain and fxn.argtypes is None and args == [*bufs, *vals]
+    assert args[:len(bufs)] == bufs   # the buffers the last replay used, inputs swapped in
+  assert (threads > 1) == any(gs[0] > 1 for _, gs, _, _ in graph.launches)   # with 2 threads some kernel is split among them

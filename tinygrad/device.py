@@ -183,6 +183,7 @@ class Allocator(Generic[T]):
   zero copy), _offset(buf, size, offset) -> T (sub-buffers) and _transfer(dest, src, nbytes, src_dev, dest_dev) (device-to-device copies,
   used by BufferCopy when can_transfer says the pair allows it)."""
   device_memory: bool = True   # its buffers count in GlobalCounters.mem_used (a mapped file or memory numpy owns does not)
+  host_memory: bool = False    # its buffers are plain host memory: one over memory someone else owns (external_ptr) is free and as fast
   def can_transfer(self, src:Allocator) -> bool:
     """Whether _transfer may copy from a buffer of src into one of this allocator: by default, between allocators of one class."""
     return hasattr(self, "_transfer") and type(src) is type(self)
@@ -221,6 +222,7 @@ class LRUAllocator(Allocator[T]):
 _HUGE, _HUGE_OK = 2 << 20, hasattr(mmap, "MADV_HUGEPAGE")   # (Linux only)
 class _MallocAllocator(LRUAllocator[ctypes.Array]):
   """Host memory from ctypes, 64-byte aligned. The opaque handle is a ctypes array, which ctypes passes to C as a pointer."""
+  host_memory = True
   def _alloc(self, size:int, options:BufferSpec) -> ctypes.Array:
     if options.external_ptr is not None: return (ctypes.c_uint8 * size).from_address(options.external_ptr)
     if size >= _HUGE and _HUGE_OK:

@@ -22,7 +22,8 @@ def main():
   rows = [("eager (schedule + run every call)", per_call(lambda t: chain(t).realize(), x, max(CALLS // 10, 5)))]
   with Context(JIT=2): rows.append(("TinyJit replay, per kernel (JIT=2)", per_call(TinyJit(chain), x)))
   graph = Device[Device.DEFAULT].graph
-  rows.append((f"TinyJit replay, graph {graph.__name__ if graph else '(none)'}", per_call(TinyJit(chain), x)))
+  name = "GraphRunner" if graph is True else graph.__name__ if graph else "(none)"   # True: the engine's base GraphRunner
+  rows.append((f"TinyJit replay, graph {name}", per_call(TinyJit(chain), x)))
   try:
     import torch
     tx = torch.ones(16)

@@ -67,3 +67,18 @@ def test_bert_like_dynamic_axes_under_jit():
   for step, (feed, got) in enumerate(zip(feeds, outs)):
     np.testing.assert_allclose(got.numpy(), sess.run(None, feed)[0], rtol=1e-4, atol=1e-4, err_msg=f"call {step}")
   assert sorted(j.cnt for j in runner._jits.values()) == [3, 5]   # 2x32: captured and 3 replays; 3x20: captured and 1 replay
+
+def test_resnet18_numpy_replays_match_onnxruntime():
+  # replays of numpy inputs (bound in place where the device computes on host memory): fresh arrays and one rewritten in place
+  from tinygrad import Device
+  torch.manual_seed(1)
+  rng = np.random.default_rng(1)
+  x = rng.standard_normal((1, 3, 96, 96)).astype(np.float32)   # 108 KiB: over IN_PLACE_MIN
+  model = export(resnet18(num_classes=10), (torch.from_numpy(x),), ["x"])
+  runner, sess = OnnxRunner(model), ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+  for step in range(6):
+    if step == 4: x[:] = rng.standard_normal(x.shape)   # the same memory, new values
+    elif step != 5: x = rng.standard_normal((1, 3, 96, 96)).astype(np.float32)
+    np.testing.assert_allclose(runner({"x": x})["out"].numpy(), sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4, err_msg=f"step {step}")
+  ((_, (xin,), _),) = runner._numpy_replays.values()
+  assert xin.in_place == getattr(Device[Device.DEFAULT].allocator, "host_memory", False)

@@ -149,6 +149,41 @@ def test_numpy_inputs_replay_without_checks_or_graphs():
   with pytest.raises(RuntimeError, match="dim 1 must be 3"): r({"c": c[:, :2], "a": a[:, :2], "b": b[:, :2], "s": sc})   # still checked
   with pytest.raises(TypeError, match="dtype"): r({"c": c, "a": a.astype(np.float64), "b": b, "s": sc})
 
+def test_big_numpy_inputs_bound_in_place_without_copies(monkeypatch):
+  # a replayed numpy input of IN_PLACE_MIN bytes or more on a device that computes on host memory is read where it lies: no copy per call;
+  # small ones, and arrays that are not C-contiguous, aligned and writable, are copied. Every call reads the data the array holds then
+  monkeypatch.setitem(Device.__dict__, "DEFAULT", MODEL_DEVICE)
+  from tinygrad.device import Buffer
+  copies = []
+  orig = Buffer.copyin
+  def counted(self, mv):
+    copies.append(mv.nbytes)
+    return orig(self, mv)
+  monkeypatch.setattr(Buffer, "copyin", counted)
+  m = _model([helper.make_node("Mul", ["x", "s"], ["h"]), helper.make_node("Relu", ["h"], ["y"])], [_vi("x", [64, 1024]), _vi("s", [1, 1024])],
+             [_vi("y", [64, 1024])])
+  r, rng = OnnxRunner(m), np.random.default_rng(0)
+  x, sc = rng.standard_normal((64, 1024)).astype(np.float32), rng.standard_normal((1, 1024)).astype(np.float32)
+  for _ in range(3): np.testing.assert_allclose(r({"x": x, "s": sc})["y"].numpy(), np.maximum(x * sc, 0), rtol=1e-6)
+  (key, (xin, sin), _), = r._numpy_replays.values()
+  in_place = getattr(Device[MODEL_DEVICE].allocator, "host_memory", False)
+  assert (xin.in_place, sin.in_place) == (in_place, False)   # 256 KiB bound in place, 4 KiB copied
+  for i in range(4):
+    copies.clear()
+    if i == 1: x *= -1   # the same memory with new values: the same buffer over it, read anew
+    elif i == 2: x = rng.standard_normal((64, 1024)).astype(np.float32)   # new memory
+    feed = {"x": x if i != 3 else np.asfortranarray(x), "s": sc}   # a Fortran-order array: copied
+    np.testing.assert_allclose(r(feed)["y"].numpy(), np.maximum(x * sc, 0), rtol=1e-6)
+    assert copies == ([sc.nbytes] if in_place and i != 3 else [x.nbytes, sc.nbytes])
+  if in_place: assert xin.ptr == x.ctypes.data and xin.buf.options.external_ptr == xin.ptr and xin.arr is x
+  # an input a kernel writes (a jit that assigns into it) is never bound in place
+  def step(a: Tensor, b: Tensor) -> Tensor:
+    a.assign(a + b).realize()
+    return (b * 2).contiguous()
+  jit, acc = TinyJit(step), Tensor.zeros(4).contiguous().realize()
+  for _ in range(4): jit(acc, Tensor.ones(4).contiguous().realize())
+  assert jit.read_only_inputs == {1} and acc.tolist() == [4.0] * 4
+
 def test_data_dependent_and_random_models_run_eagerly():
   # NonZero's output shape depends on the data: the capture fails and the runner stays eager, with the right answers every call
   r = OnnxRunner(_model([helper.make_node("NonZero", ["x"], ["y"])], [_vi("x", [6])], [_vi("y", None, TensorProto.INT64)]))

@@ -29,6 +29,9 @@ class GraphRunner(Runner):
     self.symbolic = [j for j, ei in enumerate(jit_cache) if self._prg(ei).p.vars]
     self.launches = [self._launch(ei, var_vals) for ei in jit_cache]
     self.programs = [self._prg(ei)._prg for ei in jit_cache]
+    # what the base launch loop calls: per kernel a callable and its argument list, buffers first (Program.bind where it has one), so a
+    # replay is one call per kernel with nothing worked out
+    self.calls = [self._bind(j) for j in range(len(jit_cache))]
     super().__init__(colored(f"<batched {len(jit_cache)}>", "cyan"), jit_cache[0].prg.device,
                      sum((ei.prg.estimates for ei in jit_cache), Estimates()))
   @staticmethod
@@ -40,15 +43,28 @@ class GraphRunner(Runner):
     global_size, local_size = p.launch_dims(vv)
     return [[b.ensure_allocated()._buf for b in ei.bufs if b is not None], tuple(global_size), tuple(local_size) if local_size else None,
             tuple(vv[v] for v in p.vars)]
+  def _bind(self, j:int) -> tuple[Callable[..., Any], list]:
+    prg, (bufs, global_size, local_size, vals) = self.programs[j], self.launches[j]
+    if (bind := getattr(prg, "bind", None)) is not None: return bind(bufs, global_size, local_size, vals)
+    return functools.partial(prg, global_size=global_size, local_size=local_size, vals=vals), list(bufs)
   def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None:
-    for (j, i), k in self.input_replace.items(): self.launches[j][0][i] = rawbufs[k]._buf
-    for j in self.symbolic: self.launches[j][1:] = self._launch(self.jit_cache[j], var_vals)[1:]
-    st = time.perf_counter()
-    for prg, (bufs, global_size, local_size, vals) in zip(self.programs, self.launches):
-      prg(*bufs, global_size=global_size, local_size=local_size, vals=vals)
+    calls = self.calls
+    for (j, i), k in self.input_replace.items(): self.launches[j][0][i] = calls[j][1][i] = rawbufs[k]._buf
+    for j in self.symbolic:
+      self.launches[j][1:] = self._launch(self.jit_cache[j], var_vals)[1:]
+      calls[j] = self._bind(j)
+    if wait: st = time.perf_counter()
+    for fxn, args in calls: fxn(*args)
     if not wait: return None
     Device[self.device].synchronize()
     return time.perf_counter() - st
+
+def _written(ei:ExecItem) -> list[Buffer]:
+  # the buffers an item may write: a kernel's stores; for any other item, every buffer it is given
+  bufs = [b for b in ei.bufs if b is not None]
+  if not isinstance(ei.prg, CompiledRunner) or not all(u.op is Ops.STORE and u.src[0].op is Ops.DEFINE_GLOBAL for u in ei.prg.p.ast.src): return bufs
+  stored = {u.src[0].arg for u in ei.prg.p.ast.src}
+  return [b for g, b in zip(ei.prg.p.globals, ei.bufs) if g in stored and b is not None]
 
 def _flatten(name:str, x:Any, out:list[tuple[str, Any]]) -> list[tuple[str, Any]]:
   # tensors inside (nested) tuples, lists and dicts are inputs and outputs too
@@ -108,6 +124,7 @@ class TinyJit(Generic[ReturnType]):
     self.symbolic_outputs: list[tuple[Any, UOp]] = []
     self.ret: Any = None
     self.planned_bytes = (0, 0)   # intermediate bytes before and after memory planning
+    self.read_only_inputs: set[int] = set()   # the inputs (by position) no captured kernel writes
 
   def _prepare(self, args:tuple, kwargs:dict) -> tuple[list[tuple[str, tuple]], list[Buffer], dict[UOp, int]]:
     from tinygrad.tensor import Tensor
@@ -185,6 +202,9 @@ class TinyJit(Generic[ReturnType]):
     # every buffer a live tensor holds (outputs, weights, state) survives the call; the rest are intermediates to share
     gc.collect()
     keep = {b.base for b in list(buffers.values())} | {b.base for b in in_bufs} | set(computed)
+    # a replay may bind memory of the caller's own to these (OnnxRunner binds numpy arrays in place), as nothing writes into it
+    written = {id(b.base) for ei in self.jit_cache for b in _written(ei)}
+    self.read_only_inputs = {k for k, b in enumerate(in_bufs) if id(b) not in written}
     self.jit_cache, *planned = memory_planner(self.jit_cache, keep)
     self.planned_bytes = (planned[0], planned[1])
     if JIT < 2: self.jit_cache = self._batch(self.jit_cache, in_bufs, var_vals)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 import ctypes, functools, hashlib, itertools, os, pathlib, platform, shlex, shutil, subprocess, tempfile, threading, time
 from concurrent.futures import ThreadPoolExecutor
-from typing import cast
+from typing import Callable, cast
 from tinygrad.device import Compiled, CompileError, Compiler, MallocAllocator
 from tinygrad.helpers import CPU_THREADS, cpu_objdump, temp
 from tinygrad.renderer import MachineModel
@@ -72,7 +72,7 @@ class CPUProgram:
     self.handle = ctypes.CDLL(str(path))
     try: self.fxn = getattr(self.handle, name)
     except AttributeError as e: raise RuntimeError(f"function {name!r} not found in the compiled kernel") from e
-    self._nargs = -1
+    self._nargs, self._plain = -1, cast(Callable|None, None)
   def __call__(self, *bufs, global_size:tuple[int, ...]|None=(1,1,1), local_size:tuple[int, ...]|None=(1,1,1), vals:tuple[int, ...]=(),
                wait:bool=False) -> float|None:
     # the plain launch (one thread, no clock) first and alone: it runs for every kernel of every realize
@@ -82,6 +82,17 @@ class CPUProgram:
       else: self.fxn(*bufs)
       return None
     return self._launch(bufs, global_size[0] if global_size is not None else 1, vals, wait)
+  def bind(self, bufs:list, global_size:tuple[int, ...]|None, local_size:tuple[int, ...]|None, vals:tuple[int, ...]) -> tuple[Callable, list]:
+    """This launch as a callable and its argument list, buffers first: callable(*args) runs it (TinyJit's launch loop swaps buffers in)."""
+    if global_size is not None and global_size[0] > 1:
+      threads, nbufs = global_size[0], len(bufs)
+      return (lambda *args: self._launch(args[:nbufs], threads, vals, False)), list(bufs)
+    if self._plain is None:
+      # a function object of its own with no argtypes: ctypes passes arrays as pointers and ints as C ints itself, faster than through
+      # c_void_p's conversion (and __call__'s argtypes stay as they are)
+      plain = self.handle[self.name]
+      plain.restype, self._plain = None, plain
+    return self._plain, [*bufs, *vals]
   def _set_argtypes(self, nbufs:int, nints:int) -> None:
     # set once: with argtypes ctypes converts the arguments in C, which keeps the launch cheap
     self.fxn.argtypes, self.fxn.restype, self._nargs = [ctypes.c_void_p]*nbufs + [ctypes.c_int]*nints, None, nbufs + nints
