@@ -29,6 +29,7 @@ class GraphRunner(Runner):
     self.symbolic = [j for j, ei in enumerate(jit_cache) if self._prg(ei).p.vars]
     self.launches = [self._launch(ei, var_vals) for ei in jit_cache]
     self.programs = [self._prg(ei)._prg for ei in jit_cache]
+    self.writes = list({id(b := x.base): b for ei in jit_cache for x in ei.bufs if x is not None}.values())   # (all, to be safe)
     super().__init__(colored(f"<batched {len(jit_cache)}>", "cyan"), jit_cache[0].prg.device,
                      sum((ei.prg.estimates for ei in jit_cache), Estimates()))
   @staticmethod
@@ -42,6 +43,7 @@ class GraphRunner(Runner):
             tuple(vv[v] for v in p.vars)]
   def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None:
     for (j, i), k in self.input_replace.items(): self.launches[j][0][i] = rawbufs[k]._buf
+    for b in self.writes + rawbufs: b.written()
     for j in self.symbolic: self.launches[j][1:] = self._launch(self.jit_cache[j], var_vals)[1:]
     st = time.perf_counter()
     for prg, (bufs, global_size, local_size, vals) in zip(self.programs, self.launches):
