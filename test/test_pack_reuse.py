@@ -27,6 +27,12 @@ class TestPackReuse(unittest.TestCase):
 
   def test_assign(self): self.check_repacked(lambda: self.b.assign(Tensor.randn(64, 64)).realize())
   def test_add_assign(self): self.check_repacked(lambda: self.b.assign(self.b + 1).realize())
+  def test_buffer_copy(self):
+    from tinygrad.engine.realize import BufferCopy
+    from tinygrad.device import Buffer
+    from tinygrad.dtype import dtypes
+    src = Buffer(self.b.device, 64*64, dtypes.float32, initial_value=np.full((64, 64), 3, np.float32).tobytes())
+    self.check_repacked(lambda: BufferCopy(src.nbytes, self.b.device, src.device).exec([self.b.uop.buffer, src]))
   def test_setitem(self):
     def w(): self.b[3:5] = 7.0
     self.check_repacked(w)
@@ -55,11 +61,34 @@ class TestPackReuse(unittest.TestCase):
     self.assertEqual(self.mm(b), 2)
   def test_jit_replay(self):
     @TinyJit
-    def step(x:Tensor): self.b.assign(self.b * 0.5 + x).realize()
+    def step(x:Tensor):
+      x2 = (x * 2).realize()   # (two kernels: the replays run them as one GraphRunner)
+      self.b.assign(self.b * 0.5 + x2).realize()
     for i in range(4):
       step(Tensor.full((64, 64), float(i)).contiguous().realize())
       self.assertEqual(self.mm(), 2)   # (the replays write b through the jit's graph: repacked)
       self.assertEqual(self.mm(), 1)
+  def test_write_between_in_one_schedule(self):
+    # a matmul of b, b written, a matmul of the new b, all in one schedule (twice: the second run finds the first's copies)
+    for _ in range(2):
+      bn = self.b.numpy()
+      c1 = self.a @ self.b
+      self.b.assign(self.b + 1)
+      c2 = self.a @ self.b
+      Tensor.realize(c1, c2)
+      np.testing.assert_allclose(c1.numpy(), self.a.numpy() @ bn, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(c2.numpy(), self.a.numpy() @ (bn + 1), rtol=1e-4, atol=1e-4)
+  def test_rerun_schedule(self):
+    from tinygrad.engine.realize import run_schedule
+    c = self.a @ self.b
+    self.b.assign(self.b * 2)
+    sched = Tensor.schedule(c, self.b)   # the matmul reads the old b: its packing runs before the assign
+    bn = self.b.uop.buffer.numpy().reshape(64, 64).copy()
+    run_schedule(list(sched))
+    np.testing.assert_allclose(c.numpy(), self.a.numpy() @ bn, rtol=1e-4, atol=1e-4)
+    run_schedule(list(sched))   # again: the old b is now bn*2, its copy made then; c from it
+    np.testing.assert_allclose(c.numpy(), self.a.numpy() @ (bn * 2), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(self.b.numpy(), bn * 4, rtol=1e-6)
   def test_fresh_b(self):
     self.assertEqual(self.mm(Tensor.randn(64, 64).realize()), 2)
     self.assertEqual(self.mm(Tensor.randn(64, 64).realize()), 2)

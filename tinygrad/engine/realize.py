@@ -173,10 +173,10 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
   swap: dict[Buffer, Buffer] = {}   # a pack item's output -> the cached copy the later items read instead
   for si in schedule:
     if swap: si = replace(si, bufs=tuple(swap.get(b, b) for b in si.bufs))
-    pending = _cached_pack(si) if si.pack and not capturing else None
-    if pending is not None and pending[1] < 0:
+    if (pending := _cached_pack(si) if si.pack and not capturing else None) is not None:
       swap[si.bufs[0]] = pending[0][1]
-      continue
+      if pending[1] < 0: continue
+      si = replace(si, bufs=(pending[0][1],) + si.bufs[1:])
     if flags is not None and si.ast.op is Ops.SINK and \
        (prg := method_cache.get((dev := si.bufs[0].device, si.ast, Device[dev].renderer, flags))) is not None:
       vv = {**var_vals, **si.var_vals} if var_vals and si.var_vals else si.var_vals or var_vals or {}
@@ -193,13 +193,14 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
 
 def _cached_pack(si:ScheduleItem) -> tuple[list, int]|None:
   """A pack item (ScheduleItem.pack) reads one realized buffer: its output, made before from the same layout of the same source and kept
-  in the source's packs, is reused while the source isn't written (Buffer.writes). Returns (the entry, -1) to reuse, or (the entry that
-  now holds this item's output, the source's writes to record once the kernel has run); None where the source may change unseen."""
+  in the source's packs, is reused while the source isn't written (Buffer.writes). Returns (the entry, -1) to reuse, or (a new entry, with
+  a new buffer for this item to write, the source's writes to record once it has run); None where the source may change unseen."""
   src = si.bufs[1]
   if (base := src.base).escaped or not src.is_allocated(): return None
   if base.packs is None: base.packs = {}
   if (entry := base.packs.get(key := (si.ast, src.offset, src.nbytes))) is not None and entry[0] == base.writes: return entry, -1
-  # (a new buffer each time it is made: an older one may still be read by this schedule's later items. A few layouts per source.)
+  # (a new buffer each time it is made, written only then: an older one may still be read by later items of this or a rerun schedule.
+  # A few layouts per source.)
   if entry is None and len(base.packs) >= 4: base.packs.pop(next(iter(base.packs)))
-  base.packs[key] = entry = [-1, si.bufs[0]]
+  base.packs[key] = entry = [-1, Buffer((out := si.bufs[0]).device, out.size, out.dtype, options=out.options)]
   return entry, base.writes
