@@ -195,8 +195,9 @@ def _cached_pack(si:ScheduleItem) -> tuple[list, int]|None:
   """A pack item (ScheduleItem.pack) reads one realized buffer: its output, made before from the same layout of the same source and kept
   in the source's packs, is reused while the source isn't written (Buffer.writes). Returns (the entry, -1) to reuse, or (a new entry, with
   a new buffer for this item to write, the source's writes to record once it has run); None where the source may change unseen."""
-  src = si.bufs[1]
-  if (base := src.base).escaped or not src.is_allocated(): return None
+  # (only where the renderer packs operands: elsewhere the copies aren't packing's, and kept ones would only cost memory)
+  if not isinstance(src := si.bufs[1], Buffer) or (base := src.base).escaped or not src.is_allocated() or \
+     not getattr(Device[src.device].renderer, "packs_operands", False): return None
   if base.packs is None: base.packs = {}
   if (entry := base.packs.get(key := (si.ast, src.offset, src.nbytes))) is not None and entry[0] == base.writes: return entry, -1
   # (a new buffer each time it is made, written only then: an older one may still be read by later items of this or a rerun schedule.
