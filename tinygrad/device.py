@@ -82,7 +82,9 @@ class Buffer:
   # (on a base buffer) writes counts everything that may have changed its memory, its own or a view's: a kernel or copy storing to it,
   # copyin, (de)allocation; escaped: memory someone else can write unseen (wrapped host memory, a zero-copy view handed out). packs:
   # relayout copies of it, reused while writes stays the same (run_schedule)
-  writes, escaped, packs = 0, False, None
+  writes: int = 0
+  escaped: bool = False
+  packs: dict|None = None
   def written(self) -> None: self.base.writes += 1
   def __init__(self, device:str, size:int, dtype:DType, opaque:Any=None, options:BufferSpec|None=None, initial_value:bytes|None=None,
                lb_refcount:int=0, base:Buffer|None=None, offset:int=0, preallocate:bool=False):
