@@ -79,6 +79,13 @@ _NO_SPEC = BufferSpec()   # shared: building and hashing a fresh one on every al
 
 class Buffer:
   _buf: Any  # the allocator's handle; set only while allocated
+  # (on a base buffer) writes counts everything that may have changed its memory, its own or a view's: a kernel or copy storing to it,
+  # copyin, (de)allocation; escaped: memory someone else can write unseen (wrapped host memory, a zero-copy view handed out). packs:
+  # relayout copies of it, reused while writes stays the same (run_schedule)
+  writes: int = 0
+  escaped: bool = False
+  packs: dict|None = None
+  def written(self) -> None: self.base.writes += 1
   def __init__(self, device:str, size:int, dtype:DType, opaque:Any=None, options:BufferSpec|None=None, initial_value:bytes|None=None,
                lb_refcount:int=0, base:Buffer|None=None, offset:int=0, preallocate:bool=False):
     if isinstance(dtype, ImageDType): options = replace(options or BufferSpec(), image=dtype)
@@ -110,6 +117,8 @@ class Buffer:
   def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
   def allocate(self, opaque:Any=None, external_ptr:int|None=None) -> Buffer:
     if self.is_allocated(): raise RuntimeError(f"{self} is already allocated")
+    self.written()
+    if opaque is not None or external_ptr is not None: self.base.escaped = True
     self.allocator: Allocator = (Device._opened.get(self.device) or Device[self.device]).allocator   # (an open device without a call)
     if external_ptr is not None: self.options = replace(self.options or BufferSpec(), external_ptr=external_ptr)
     if self._base is not None:
@@ -126,8 +135,10 @@ class Buffer:
     if not self.is_allocated(): raise RuntimeError(f"{self} is not allocated")
     self._release()
   def _release(self) -> None:
+    self.written()
     if self._base is None:
       nbytes = self.size*self.dtype.itemsize
+      self.packs = None
       if self.allocator.device_memory: GlobalCounters.mem_used -= nbytes
       # memory the buffer doesn't own must never land in the LRU cache
       if self.options is None or self.options.external_ptr is None: self.allocator.free(self._buf, nbytes, self.options)
@@ -149,11 +160,13 @@ class Buffer:
   def __repr__(self) -> str:
     return f"<buf real:{self.is_allocated()} device:{self.device} size:{self.size} dtype:{self.dtype}" + \
       (f" offset:{self.offset}" if self._base is not None else "") + (f" {self.options}" if self.options is not None else "") + ">"
-  def as_buffer(self, allow_zero_copy:bool=False, force_zero_copy:bool=False) -> memoryview:
+  def as_buffer(self, allow_zero_copy:bool=False, force_zero_copy:bool=False, keep:bool=True) -> memoryview:
+    """keep=False: the caller drops a zero-copy view before anything else runs (else the memory may be written unseen from then on)"""
     if not self.is_allocated(): raise RuntimeError(f"as_buffer of {self} that isn't allocated")
     # zero copy only for plain (non image) buffers of allocators that can expose their memory to the host
     if (allow_zero_copy or force_zero_copy) and (fn := getattr(self.allocator, "_as_buffer", None)) is not None and \
        (self.options is None or self.options.image is None):
+      if keep: self.base.escaped = True
       return fn(self._buf)
     if force_zero_copy: raise RuntimeError(f"zero copy is not possible for {self}")
     return self.copyout(memoryview(bytearray(self.nbytes)))
@@ -161,6 +174,7 @@ class Buffer:
     mv = flat_mv(mv)
     if mv.nbytes != self.nbytes: raise ValueError(f"copyin of {mv.nbytes} bytes into a buffer of {self.nbytes} bytes")
     if not self.is_allocated(): raise RuntimeError(f"copyin into {self} that isn't allocated")
+    self.written()
     if mv.nbytes: self.allocator._copyin(self._buf, mv)
     return self
   def copyout(self, mv:memoryview) -> memoryview:

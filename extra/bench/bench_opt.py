@@ -120,6 +120,10 @@ def main():
     np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-3, atol=1e-3)
     at, bt = (torch.from_numpy(an), torch.from_numpy(bn)) if torch else (None, None)
     report(f"gemm {N} fp32", 2*N**3, lambda: a @ b, lambda: an @ bn, (lambda: at @ bt) if torch else None)
+    # the same with B counted as written before each call (a new B every call, as in training): its packed copy (schedule/packing.py),
+    # otherwise reused while B is unchanged (run_schedule), is made again each time
+    def fresh_b(): b.uop.buffer.written(); return a @ b
+    report(f"gemm {N} fp32, B written", 2*N**3, fresh_b, lambda: an @ bn, (lambda: at @ bt) if torch else None)
   if "--gemm-only" in sys.argv: return
   if hasattr(Tensor, "conv2d"):
     B, C, H = (8, 64, 32) if QUICK else (32, 64, 32)

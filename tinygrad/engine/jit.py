@@ -32,6 +32,7 @@ class GraphRunner(Runner):
     # what the base launch loop calls: per kernel a callable and its argument list, buffers first (Program.bind where it has one), so a
     # replay is one call per kernel with nothing worked out
     self.calls = [self._bind(j) for j in range(len(jit_cache))]
+    self.writes = list({id(b := x.base): b for ei in jit_cache for x in ei.bufs if x is not None}.values())   # (all, to be safe)
     super().__init__(colored(f"<batched {len(jit_cache)}>", "cyan"), jit_cache[0].prg.device,
                      sum((ei.prg.estimates for ei in jit_cache), Estimates()))
   @staticmethod
@@ -53,6 +54,8 @@ class GraphRunner(Runner):
     for j in self.symbolic:
       self.launches[j][1:] = self._launch(self.jit_cache[j], var_vals)[1:]
       calls[j] = self._bind(j)
+    for b in self.writes: b.base.writes += 1
+    for b in rawbufs: b.base.writes += 1
     if wait: st = time.perf_counter()
     for fxn, args in calls: fxn(*args)
     if not wait: return None

@@ -36,6 +36,10 @@ class CompiledRunner(Runner):
     if all(isinstance(s, int) for s in (p.global_size or []) + (p.local_size or [])): self._dims = self._launch_dims({})
     # GlobalCounters' figures for one run when they don't depend on variables (run_schedule adds them without a call)
     self._counts = (p.estimates.ops, p.estimates.mem) if type(p.estimates.ops) is int and type(p.estimates.mem) is int else None
+    # the arguments the kernel stores to (all of them if a store's target isn't plainly one): each call counts a write to them
+    stores = [u.src[0] for u in p.ast.toposort() if u.op is Ops.STORE] if p.ast is not None else [None]
+    outs = {u.arg for u in stores} if all(u is not None and u.op is Ops.DEFINE_GLOBAL for u in stores) else set(p.globals)
+    self.outs = [j for j, g in enumerate(p.globals) if g in outs]
     super().__init__(p.name, p.device, p.estimates)
   def __reduce__(self): return self.__class__, (self.p, self.lib)
   def _launch_dims(self, var_vals:dict[UOp, int]) -> tuple[tuple[int, ...], tuple[int, ...]|None]:
@@ -43,6 +47,7 @@ class CompiledRunner(Runner):
     return tuple(global_size), tuple(local_size) if local_size else None
   def __call__(self, rawbufs:list[Buffer], var_vals:dict[UOp, int], wait=False) -> float|None:
     global_size, local_size = self._dims if self._dims is not None else self._launch_dims(var_vals)
+    for j in self.outs: rawbufs[j].written()
     return self._prg(*[x._buf for x in rawbufs], global_size=global_size, local_size=local_size,
                      vals=tuple(var_vals[k] for k in self.p.vars) if self.p.vars else (), wait=wait)
 
@@ -54,8 +59,8 @@ class BufferCopy(Runner):
     # device to device where the pair of allocators allows it, else through host memory (zero-copy views where the allocators allow it)
     if dest.allocator.can_transfer(src.allocator):
       dest.allocator._transfer(dest._buf, src._buf, dest.nbytes, src_dev=Device[src.device], dest_dev=Device[dest.device])  # type: ignore[attr-defined]
-    elif hasattr(src.allocator, "_as_buffer"): dest.copyin(src.as_buffer(allow_zero_copy=True))
-    elif hasattr(dest.allocator, "_as_buffer"): src.copyout(dest.as_buffer(allow_zero_copy=True, force_zero_copy=True))
+    elif hasattr(src.allocator, "_as_buffer"): dest.copyin(src.as_buffer(allow_zero_copy=True, keep=False))
+    elif hasattr(dest.allocator, "_as_buffer"): src.copyout(dest.as_buffer(allow_zero_copy=True, force_zero_copy=True, keep=False))
     else:
       mv = memoryview(bytearray(src.nbytes))
       src.copyout(mv)
@@ -64,6 +69,7 @@ class BufferCopy(Runner):
     dest, src = rawbufs[0:2]
     if dest.size != src.size or dest.dtype != src.dtype: raise ValueError(f"copy of {src.size} {src.dtype} into {dest.size} {dest.dtype}")
     st = time.perf_counter()
+    dest.written()
     self.copy(dest, src)
     if wait:
       Device[dest.device].synchronize()
@@ -167,7 +173,13 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
   # kernels compiled before run straight from the cache, without an ExecItem each, where nothing watches (a capture, DEBUG's lines, BEAM)
   flags = program_flags() if not capturing and DEBUG.value < 2 and BEAM.value < 1 else None
   opened = Device._opened   # (an open device by its name without a Python call; Device[] opens the others)
+  swap: dict[Buffer, Buffer] = {}   # a pack item's output -> the cached copy the later items read instead
   for si in schedule:
+    if swap: si = replace(si, bufs=tuple(swap.get(b, b) for b in si.bufs))
+    if (pending := _cached_pack(si) if si.pack and not capturing else None) is not None:
+      swap[si.bufs[0]] = pending[0][1]
+      if pending[1] < 0: continue
+      si = replace(si, bufs=(pending[0][1],) + si.bufs[1:])
     if flags is not None and si.ast.op is Ops.SINK and \
        (prg := method_cache.get((dev := si.bufs[0].device, si.ast, (opened.get(dev) or Device[dev]).renderer, flags))) is not None:
       vv = {**var_vals, **si.var_vals} if var_vals and si.var_vals else si.var_vals or var_vals or {}
@@ -176,17 +188,33 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
       p, bufs = prg.p, si.bufs
       prg._prg(*[(b if hasattr(b := bufs[i], "_buf") else b.ensure_allocated())._buf for i in p.globals], global_size=gs, local_size=ls,
                vals=tuple(vv[k] for k in p.vars) if p.vars else ())
-      if not do_update_stats: continue
-      if (counts := prg._counts) is None: _count_kernel(prg, vv)
-      else:
-        GlobalCounters.kernel_count += 1
-        GlobalCounters.global_ops += counts[0]
-        GlobalCounters.global_mem += counts[1]
-      continue
-    try: ei = lower_schedule_item(si, schedule)
-    except Exception as e:
-      if DEBUG >= 2: print(f"error lowering {si.ast.op}: {e}")
-      raise
-    if capturing: capturing[-1].append(ei)
-    ei.run(var_vals or {}, do_update_stats=do_update_stats)
+      for j in prg.outs: bufs[p.globals[j]].base.writes += 1
+      if do_update_stats:
+        if (counts := prg._counts) is None: _count_kernel(prg, vv)
+        else:
+          GlobalCounters.kernel_count += 1
+          GlobalCounters.global_ops += counts[0]
+          GlobalCounters.global_mem += counts[1]
+    else:
+      try: ei = lower_schedule_item(si, schedule)
+      except Exception as e:
+        if DEBUG >= 2: print(f"error lowering {si.ast.op}: {e}")
+        raise
+      if capturing: capturing[-1].append(ei)
+      ei.run(var_vals or {}, do_update_stats=do_update_stats)
+    if pending is not None: pending[0][0] = pending[1]
 
+def _cached_pack(si:ScheduleItem) -> tuple[list, int]|None:
+  """A pack item (ScheduleItem.pack) reads one realized buffer: its output, made before from the same layout of the same source and kept
+  in the source's packs, is reused while the source isn't written (Buffer.writes). Returns (the entry, -1) to reuse, or (a new entry, with
+  a new buffer for this item to write, the source's writes to record once it has run); None where the source may change unseen."""
+  # (only where the renderer packs operands: elsewhere the copies aren't packing's, and kept ones would only cost memory)
+  if not isinstance(src := si.bufs[1], Buffer) or (base := src.base).escaped or not src.is_allocated() or \
+     not getattr(Device[src.device].renderer, "packs_operands", False): return None
+  if base.packs is None: base.packs = {}
+  if (entry := base.packs.get(key := (si.ast, src.offset, src.nbytes))) is not None and entry[0] == base.writes: return entry, -1
+  # (a new buffer each time it is made, written only then: an older one may still be read by later items of this or a rerun schedule.
+  # A few layouts per source.)
+  if entry is None and len(base.packs) >= 4: base.packs.pop(next(iter(base.packs)))
+  base.packs[key] = entry = [-1, Buffer((out := si.bufs[0]).device, out.size, out.dtype, options=out.options)]
+  return entry, base.writes

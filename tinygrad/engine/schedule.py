@@ -16,6 +16,7 @@ class ScheduleItem:
   bufs: tuple[Any, ...]           # Buffers, in DEFINE_GLOBAL order (the output first)
   metadata: tuple[Metadata, ...] = ()
   var_vals: dict[UOp, int] = field(default_factory=dict)
+  pack: bool = False              # a relayout copy of an input into a buffer only this schedule reads: run_schedule may reuse an earlier one
 
 @dataclass
 class _Plan:
@@ -31,6 +32,7 @@ class _Plan:
   # BUFFER UOp on each use, the others, buffers between kernels, only a Buffer)
   item_slots: list[tuple[int, ...]] = field(default_factory=list)
   named_outputs: list[bool] = field(default_factory=list)
+  packs: list[bool] = field(default_factory=list)
 
 _plans: dict[tuple, _Plan] = {}
 plan_stats = {"hits": 0, "misses": 0}   # tests count these: a repeated graph must not reach the scheduler
@@ -123,6 +125,11 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
     plan.item_slots = [tuple(slot[b] for b in bufs) for _, bufs, _ in plan.items]
     names = {s for u in plan.rebuild for s in u.src} | {v for _, v in plan.becomes} | {ast.src[0] for ast, _, _ in plan.items if ast.op is Ops.COPY}
     plan.named_outputs = [o in names for o in plan.outputs]
+    # (the packed operands of schedule/packing.py: one load of an input, stored to an output no one outside the schedule sees)
+    nin = len(plan.stand_ins)
+    plan.packs = [ast.op is Ops.SINK and len(ix) == 2 and not vv and ix[1] < nin <= ix[0] and not plan.named_outputs[ix[0]-nin] and
+                  len(ast.src) == 1 and ast.src[0].op is Ops.STORE and ast.src[0].src[-1].op is Ops.LOAD
+                  for (ast, _, vv), ix in zip(plan.items, plan.item_slots)]
     if SCHEDULE_CACHE:
       if len(_plans) >= 512: del _plans[next(iter(_plans))]
       _plans[key] = plan
@@ -138,8 +145,8 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
       if b is not None: buffers[u] = b
   if DEBUG >= 3: print(f"scheduled {len(plan.items)} items")
   get = slots.__getitem__
-  schedule = [ScheduleItem(ast if ast.op is not Ops.COPY else ast.substitute(real), tuple(map(get, ix)), var_vals=vv)
-              for (ast, _, vv), ix in zip(plan.items, plan.item_slots)]
+  schedule = [ScheduleItem(ast if ast.op is not Ops.COPY else ast.substitute(real), tuple(map(get, ix)), var_vals=vv, pack=pk)
+              for (ast, _, vv), ix, pk in zip(plan.items, plan.item_slots, plan.packs)]
   for u in plan.rebuild:
     if u not in real:
       real[u] = n = UOp(u.op, u.dtype, tuple(map(real.get, u.src, u.src)), u.arg)
