@@ -25,6 +25,10 @@ class TestPackReuse(unittest.TestCase):
     self.assertEqual(self.mm(), 2)
     self.assertEqual(self.mm(), 1)
 
+  def test_flag_off_packs_every_call(self):
+    with Context(PACK_REUSE=0):
+      for _ in range(3): self.assertEqual(self.mm(), 2)
+
   def test_assign(self): self.check_repacked(lambda: self.b.assign(Tensor.randn(64, 64)).realize())
   def test_add_assign(self): self.check_repacked(lambda: self.b.assign(self.b + 1).realize())
   def test_buffer_copy(self):

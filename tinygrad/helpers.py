@@ -153,6 +153,7 @@ LRU, SCHEDULE_CACHE = ContextVar("LRU", 1), ContextVar("SCHEDULE_CACHE", 1)
 PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 30)
 # convolutions with at least this many multiply-adds get a weight copy with the output channels innermost (schedule/packing.py)
 PACKED_CONV_MIN = ContextVar("PACKED_CONV_MIN", 1 << 24)
+PACK_REUSE = ContextVar("PACK_REUSE", 1)
 # where the renderer packs_operands, a conv's weight gradient sums the batch in chunks of about this many bytes of x and g (schedule/packing.py)
 CONV_GRAD_CHUNK = ContextVar("CONV_GRAD_CHUNK", 1 << 19)
 # kernels with at least this many loop iterations split their outermost global axis over CPU_THREADS host threads

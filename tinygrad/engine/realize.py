@@ -5,7 +5,7 @@ from typing import Generator
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.device import Device, Buffer, Program
-from tinygrad.helpers import DEBUG, BEAM, GlobalCounters, colored, ansilen, Metadata, program_flags, getenv, temp
+from tinygrad.helpers import DEBUG, BEAM, PACK_REUSE, GlobalCounters, colored, ansilen, Metadata, program_flags, getenv, temp
 from tinygrad.renderer import Renderer, ProgramSpec, Estimates
 from tinygrad.engine.schedule import ScheduleItem
 from tinygrad.codegen.program import get_program, program_key, load_program, save_program
@@ -176,7 +176,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
   swap: dict[Buffer, Buffer] = {}   # a pack item's output -> the cached copy the later items read instead
   for si in schedule:
     if swap: si = replace(si, bufs=tuple(swap.get(b, b) for b in si.bufs))
-    if (pending := _cached_pack(si) if si.pack and not capturing else None) is not None:
+    if (pending := _cached_pack(si) if si.pack and not capturing and PACK_REUSE.value else None) is not None:
       swap[si.bufs[0]] = pending[0][1]
       if pending[1] < 0: continue
       si = replace(si, bufs=(pending[0][1],) + si.bufs[1:])
