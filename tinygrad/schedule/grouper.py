@@ -138,7 +138,9 @@ def epilogue_end(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp], 
   return end
 
 def _stored_padded(e:UOp, r:UOp, children:dict[UOp, list[UOp]]) -> bool:
-  # e's one reader is a CONTIGUOUS of e zero-padded: the reduce's kernel stores e straight into it, border included (kernelize.padded_store)
+  # e's one reader is a CONTIGUOUS of e zero-padded: the reduce's kernel stores e straight into it, border included (kernelize.padded_store).
+  # (A sum's: a conv's many taps hide the border's stores; a max pool's few don't, and its padded store cost ResNet-18 more than the copy)
+  if r.arg[0] is not Ops.ADD: return False
   u = e
   while len(cs := children.get(u, [])) == 1 and cs[0].op in (Ops.RESHAPE, Ops.PERMUTE, Ops.PAD): u = cs[0]
   if len(cs) != 1 or cs[0].op is not Ops.CONTIGUOUS or [n for n in e.shape if n != 1] != [n for n in r.shape if n != 1]: return False
