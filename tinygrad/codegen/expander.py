@@ -107,7 +107,9 @@ def expand(sink:UOp, vector_width:int=0, vops:frozenset[Ops]=VECTOR_ALU_OPS, vdt
     if u.op in vops and u.dtype in vdts and (starts or any(s in vectorized for s in u.src)):
       return UOp(u.op, u.dtype.vec(vaxis[1]), tuple(vg(s, assign) for s in u.src), u.arg)
     if u.op is Ops.REDUCE and u.src[0] in vectorized and u.src[0].op is not Ops.WMMA: return reduce_of(u, assign, vg)
-    if u.op is Ops.STORE and u.src[1] in vectorized and u.src[0].op is Ops.INDEX and (base := lane_base(u.src[0], assign, vaxis)) is not None:
+    # (a constant stored too: a padded buffer's zero border, kernelize.padded_store)
+    if u.op is Ops.STORE and (u.src[1] in vectorized or u.src[1].op is Ops.CONST and u.src[1].dtype in vdts) and u.src[0].op is Ops.INDEX and \
+       (base := lane_base(u.src[0], assign, vaxis)) is not None:
       return UOp(Ops.STORE, u.dtype, (base, vg(u.src[1], assign)))
     return None
   vectorized: set[UOp] = set()

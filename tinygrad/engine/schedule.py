@@ -8,7 +8,7 @@ from tinygrad.device import Buffer
 from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE, PACKED_DOT_MIN, PACKED_CONV_MIN, CPU_THREADS
 from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN, EXPENSIVE_EXPAND, ROW_FUSE
 from tinygrad.schedule.kernelize import KernelBuilder
-from tinygrad.schedule.packing import pack_operands, relayout_only_copies, merge_relayout_copies
+from tinygrad.schedule.packing import pack_operands, relayout_only_copies, merge_relayout_copies, read_padded_copies, replace_readers
 
 @dataclass(frozen=True)
 class ScheduleItem:
@@ -159,6 +159,12 @@ def _plan(sink:UOp, pos:dict[UOp, int]) -> _Plan:
   if (copies := relayout_only_copies(cmap[sink])):
     merged = graph_rewrite_map(cmap[sink], merge_relayout_copies, ctx=copies)
     cmap = {k: merged.get(v, v) for k, v in cmap.items()}
+  # (a value also read padded is read from its padded copy: computed straight into it)
+  # (a round at a time: a reader replaced may be the value of another padded copy, whose readers the next round finds)
+  for _ in range(64):
+    if not (readers := read_padded_copies(cmap[sink])): break
+    moved = graph_rewrite_map(cmap[sink], replace_readers, ctx=readers)
+    cmap = {k: moved.get(v, v) for k, v in cmap.items()}
   clean = cmap[sink]
   realizes = group_realizes(clean)
   # a buffer for every kernel output: ASSIGN writes into its target, the rest get new buffers

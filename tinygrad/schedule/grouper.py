@@ -137,6 +137,16 @@ def epilogue_end(r:UOp, children:dict[UOp, list[UOp]], realizes:Container[UOp], 
     if len(pending) == 1 and pending[0].op is not Ops.RESHAPE: end = pending[0]
   return end
 
+def _stored_padded(e:UOp, r:UOp, children:dict[UOp, list[UOp]]) -> bool:
+  # e's one reader is a CONTIGUOUS of e zero-padded: the reduce's kernel stores e straight into it, border included (kernelize.padded_store).
+  # (A sum's: a conv's many taps hide the border's stores; a max pool's few don't, and its padded store cost ResNet-18 more than the copy)
+  if r.arg[0] is not Ops.ADD: return False
+  u = e
+  while len(cs := children.get(u, [])) == 1 and cs[0].op in (Ops.RESHAPE, Ops.PERMUTE, Ops.PAD): u = cs[0]
+  if len(cs) != 1 or cs[0].op is not Ops.CONTIGUOUS or [n for n in e.shape if n != 1] != [n for n in r.shape if n != 1]: return False
+  from tinygrad.schedule.kernelize import padded_store
+  return (ps := padded_store(cs[0])) is not None and ps[0] is e
+
 def needs_kernel(u:UOp) -> bool: return not is_leaf(u.base) and u.base.op not in (Ops.SINK,)
 
 def group_realizes(sink:UOp) -> dict[UOp, None]:
@@ -187,7 +197,7 @@ def group_realizes(sink:UOp) -> dict[UOp, None]:
         if c in seen: continue
         seen.add(c)
         if c.op in GroupOp.Movement and c.op is not Ops.RESHAPE or c.op is Ops.REDUCE_AXIS:
-          realizes[epilogue_end(r, children, realizes, order)] = None
+          if not _stored_padded(e := epilogue_end(r, children, realizes, order), r, children): realizes[e] = None
           stack.clear()
           break
         if c.op in GroupOp.Movement or c.op in GroupOp.ALU or c.op in (Ops.CAST, Ops.BITCAST):

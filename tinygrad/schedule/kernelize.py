@@ -1,8 +1,9 @@
 # turn one group of the tensor graph into a kernel AST: SINK(STORE(DEFINE_GLOBAL, VIEW, value)) (docs/ir.md stage 2)
 from __future__ import annotations
-import functools
+import functools, itertools
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sint
+from tinygrad.helpers import argsort, all_int
 from tinygrad.dtype import dtypes
 from tinygrad.shape.shapetracker import ShapeTracker
 from tinygrad.shape.view import View, strides_for_shape
@@ -20,6 +21,31 @@ def _moved(op:Ops, arg, src_shape:tuple, st:ShapeTracker) -> ShapeTracker:
   return getattr(ShapeTracker.from_shape(src_shape), op.name.lower())(arg) + st
 
 def _masked(st:ShapeTracker) -> bool: return any(v.mask is not None for v in st.views)
+
+def padded_store(root:UOp) -> tuple[UOp, ShapeTracker, list[ShapeTracker]]|None:
+  """root, a CONTIGUOUS of a value zero-padded once (through reshapes and permutes: a conv's padded input, pack_conv), computed by a kernel
+  that iterates the unpadded value u: u, the view of root's buffer its elements go to and the views (over u's shape, gated to the border)
+  that cover root's zero border, stored by the same kernel. None if root isn't one."""
+  chain: list[UOp] = []
+  u = root.src[0]
+  while u.op in (Ops.RESHAPE, Ops.PERMUTE, Ops.PAD): chain, u = chain + [u], u.src[0]
+  if u.op in GroupOp.Movement or [m.op for m in chain].count(Ops.PAD) != 1 or not all_int(root.shape): return None
+  st, border = ShapeTracker.from_shape(root.shape), list[ShapeTracker]()
+  for m in chain:
+    if m.op is Ops.RESHAPE: st, border = st.reshape(m.src[0].shape), [b.reshape(m.src[0].shape) for b in border]
+    elif m.op is Ops.PERMUTE: st, border = st.permute(tuple(argsort(m.arg))), [b.permute(tuple(argsort(m.arg))) for b in border]
+    else:
+      q, n, padded = m.shape, m.src[0].shape, [d for d, (b, a) in enumerate(m.arg) if b or a]
+      if any(b < 0 or a < 0 or b + a > n[d] for d, (b, a) in enumerate(m.arg)): return None
+      # a slab of the border per padded axis and side, as wide as u on the others: two of them side by side cover a padded axis whole
+      for d in padded:
+        for lo, w in ((0, m.arg[d][0]), (q[d] - m.arg[d][1], m.arg[d][1])):
+          for offs in itertools.product(*[(0, q[e] - n[e]) if e != d else (lo,) for e in padded]):
+            box = [(0, q[i]) for i in range(len(q))]
+            for e, o in zip(padded, offs): box[e] = (o, o + (w if e == d else n[e]))
+            if w: border.append(st.shrink(tuple(box)).pad(tuple((0, n[d] - w) if i == d else (0, 0) for i in range(len(q)))))
+      st = st.shrink(tuple((b, s - a) for (b, a), s in zip(m.arg, q)))
+  return u, st, border
 
 class KernelBuilder:
   """Builds the AST of the kernel that computes `root`. Views are pushed down to the loads: a node is always built together with
@@ -58,9 +84,17 @@ class KernelBuilder:
     for r in inner: self.own_axes[r] = tuple(range(len(kshape) + sum(map(len, self.own_axes.values())), len(kshape) + len(r.axis_arg) +
                                                    sum(map(len, self.own_axes.values()))))
     self.pad = (1,) * sum(map(len, self.own_axes.values()))
+    dg = self.define_global(out_buf)
+    # a padded copy of a reduce's value (its epilogue) computed by the reduce's own kernel: the value goes inside the padding, the border is 0
+    # (its shape may be the reduce's with the reduced axes' 1s dropped)
+    if reduces and not inner and root.op is Ops.CONTIGUOUS and (ps := padded_store(root)) is not None and \
+       [n for n in ps[0].shape if n != 1] == [n for n in kshape if n != 1]:
+      zero = UOp(Ops.CONST, root.dtype, (self.view(ShapeTracker.from_shape(kshape)),), dtypes.as_const(0, root.dtype))
+      val = self.build_value(ps[0], ShapeTracker.from_shape(ps[0].shape).reshape(kshape))
+      stores = [UOp(Ops.STORE, dtypes.void, (dg, self.view(st.reshape(kshape)), v)) for st, v in [(ps[1], val)] + [(b, zero) for b in ps[2]]]
+      return UOp(Ops.SINK, dtypes.void, tuple(stores))
     top_st = ShapeTracker.from_shape(root.shape)
     if kshape + self.pad != root.shape: out_st, top_st = out_st.reshape(kshape + self.pad), top_st.reshape(kshape + self.pad)
-    dg = self.define_global(out_buf)
     val = self.build_value(value, top_st)
     return UOp(Ops.SINK, dtypes.void, self.reuse_row_value(UOp(Ops.STORE, dtypes.void, (dg, self.view(out_st), val)), out_st))
 

@@ -238,6 +238,33 @@ def relayout_only_copies(sink:UOp) -> set[UOp]:
     if u.op is Ops.CONTIGUOUS and u is not us[0]: ret.add(c)
   return ret
 
+def read_padded_copies(sink:UOp) -> dict[UOp, UOp]:
+  """A computed value whose padded copy (a conv's input, _copy) is made: its other readers (the residual add) read it from that copy,
+  through a view, so the copy is its one reader and the kernel that computes it stores it padded (kernelize.padded_store). Returned: the
+  readers and their replacements."""
+  from tinygrad.schedule.kernelize import padded_store
+  users: dict[UOp, list[UOp]] = {}
+  for u in (topo := sink.toposort()):
+    for s in u.src: users.setdefault(s, []).append(u)
+  ret: dict[UOp, UOp] = {}
+  for c in topo:
+    if c.op is not Ops.CONTIGUOUS or (ps := padded_store(c)) is None or not (ps[0].op in GroupOp.ALU or ps[0].op is Ops.REDUCE_AXIS): continue
+    # each node of the chain from the value up to the copy, as a view of the copy
+    pairs, view, level = list[tuple[UOp, UOp]](), c, c.src[0]
+    while True:
+      if level.op is Ops.RESHAPE: view = view.reshape(level.src[0].shape)
+      elif level.op is Ops.PERMUTE: view = view.permute(tuple(argsort(level.arg)))
+      else: view = view.shrink(tuple((b, s - a) for (b, a), s in zip(level.arg, level.shape)))
+      pairs.append((level.src[0], view))
+      if (level := level.src[0]) is ps[0]: break
+    of, inside = dict(pairs), {c, c.src[0]} | {u for u, _ in pairs[:-1]}
+    readers = {r for n in of for r in users.get(n, []) if r not in inside}
+    if any(r.op is Ops.SINK or r in ret for r in readers): continue
+    for r in readers: ret[r] = r.replace(src=tuple(of.get(s, s) for s in r.src))
+  return ret
+
+replace_readers = PatternMatcher([(UPat(GroupOp.All, name="u"), lambda ctx, u: ctx.get(u))])
+
 merge_relayout_copies = PatternMatcher([(UPat(Ops.CONTIGUOUS, name="c"), lambda ctx, c: c.src[0] if c in ctx else None)])
 
 pack_operands = PatternMatcher([
