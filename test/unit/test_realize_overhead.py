@@ -1,7 +1,7 @@
 """The Python a realize costs when its graph was seen before (schedule plan cached, kernel compiled), counted in Python function calls, not
 time: a loaded machine's timings swing, these counts don't. Calls inside tinygrad/runtime (a device's launch) are left out, so the bounds hold
 on every device; the results are checked against numpy too."""
-import os, sys, unittest
+import os, subprocess, sys, unittest
 import numpy as np
 import tinygrad
 from tinygrad import Tensor
@@ -23,26 +23,39 @@ def library_calls(fn, reps:int=5) -> float:
   finally: sys.setprofile(None)
   return count / reps
 
-class TestRealizeOverhead(unittest.TestCase):
-  def setUp(self):
-    rng = np.random.default_rng(0)
-    self.np = [rng.standard_normal((16, 16), dtype=np.float32) for _ in range(3)]
-    self.t = [Tensor(x).realize() for x in self.np]
+CASES = {  # name: (the graph from three 16x16 tensors, its numpy result)
+  "elementwise": (lambda t: t[0]*t[1]+t[2], lambda n: n[0]*n[1]+n[2]),
+  "sum": (lambda t: t[0].sum(), lambda n: n[0].sum()),
+  "matmul": (lambda t: t[0] @ t[1], lambda n: n[0] @ n[1]),
+  "scalar_operands": (lambda t: t[0]*2+1, lambda n: n[0]*2+1),
+}
 
-  def check(self, make, expected, bound:int):
-    out: list = []
-    hits = schedule.plan_stats["hits"]
-    calls = library_calls(lambda: out.append(make().realize()))
-    # every call after the first was a plan cache hit, and computed the right thing
-    self.assertEqual(schedule.plan_stats["hits"] - hits, len(out) - 1 if schedule.SCHEDULE_CACHE else 0)
-    for o in out: np.testing.assert_allclose(o.numpy(), expected, rtol=1e-5, atol=1e-5)
+def measure(case:str) -> float:
+  """calls per realize of CASES[case] in this process, after checking every repeat was a plan cache hit with the right result"""
+  rng = np.random.default_rng(0)
+  n = [rng.standard_normal((16, 16), dtype=np.float32) for _ in range(3)]
+  t = [Tensor(x).realize() for x in n]
+  out: list = []
+  hits = schedule.plan_stats["hits"]
+  calls = library_calls(lambda: out.append(CASES[case][0](t).realize()))
+  assert schedule.plan_stats["hits"] - hits == (len(out) - 1 if schedule.SCHEDULE_CACHE else 0), "every call after the first hits the plan cache"
+  for o in out: np.testing.assert_allclose(o.numpy(), CASES[case][1](n), rtol=1e-5, atol=1e-5)
+  return calls
+
+class TestRealizeOverhead(unittest.TestCase):
+  # each count is taken in a fresh process: every live tensor (other tests' leftovers) adds to what a realize walks once any requires grad
+  def check(self, case:str, bound:int):
+    code = f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); from test_realize_overhead import measure; print(measure({case!r}))"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    self.assertEqual(res.returncode, 0, res.stderr)
+    calls = float(res.stdout.split()[-1])
     self.assertLessEqual(calls, bound, f"{calls} Python calls per realize, expected at most {bound}")
 
   # bounds: the counts when they were set (Python 3.11: 75, 69, 130 and 151; before that work 93, 81, 143 and 187), plus some room
-  def test_elementwise(self): self.check(lambda: self.t[0]*self.t[1]+self.t[2], self.np[0]*self.np[1]+self.np[2], 84)
-  def test_sum(self): self.check(lambda: self.t[0].sum(), self.np[0].sum(), 76)
-  def test_matmul(self): self.check(lambda: self.t[0] @ self.t[1], self.np[0] @ self.np[1], 140)
-  def test_scalar_operands(self): self.check(lambda: self.t[0]*2+1, self.np[0]*2+1, 165)
+  def test_elementwise(self): self.check("elementwise", 84)
+  def test_sum(self): self.check("sum", 76)
+  def test_matmul(self): self.check("matmul", 140)
+  def test_scalar_operands(self): self.check("scalar_operands", 165)
 
 if __name__ == "__main__":
   unittest.main()
