@@ -54,7 +54,7 @@ class GraphRunner(Runner):
     for j in self.symbolic:
       self.launches[j][1:] = self._launch(self.jit_cache[j], var_vals)[1:]
       calls[j] = self._bind(j)
-    for b in self.writes: b.base.writes += 1
+    for b in self.writes: b.writes += 1   # (bases already)
     for b in rawbufs: b.base.writes += 1
     if wait: st = time.perf_counter()
     for fxn, args in calls: fxn(*args)
