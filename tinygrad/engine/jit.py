@@ -63,11 +63,9 @@ class GraphRunner(Runner):
     return time.perf_counter() - st
 
 def _written(ei:ExecItem) -> list[Buffer]:
-  # the buffers an item may write: a kernel's stores; for any other item, every buffer it is given
-  bufs = [b for b in ei.bufs if b is not None]
-  if not isinstance(ei.prg, CompiledRunner) or not all(u.op is Ops.STORE and u.src[0].op is Ops.DEFINE_GLOBAL for u in ei.prg.p.ast.src): return bufs
-  stored = {u.src[0].arg for u in ei.prg.p.ast.src}
-  return [b for g, b in zip(ei.prg.p.globals, ei.bufs) if g in stored and b is not None]
+  # the buffers an item may write: a kernel's stores (CompiledRunner.outs); for any other item, every buffer it is given
+  if isinstance(ei.prg, CompiledRunner): return [b for j in ei.prg.outs if (b := ei.bufs[j]) is not None]
+  return [b for b in ei.bufs if b is not None]
 
 def _flatten(name:str, x:Any, out:list[tuple[str, Any]]) -> list[tuple[str, Any]]:
   # tensors inside (nested) tuples, lists and dicts are inputs and outputs too
