@@ -4,6 +4,7 @@ import dataclasses, json, os, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, Context
+from tinygrad.helpers import prod
 from tinygrad.uop import Ops
 from tinygrad.renderer import MachineModel
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError, AxisType
@@ -156,41 +157,58 @@ def _gemm_plan(n:int, m:MachineModel) -> list[Opt]:
 def test_gemm_1024_plan_per_machine():
   if os.environ.get("CPU_MODEL"): pytest.skip("CPU_MODEL poses as another machine: the packing of the schedule follows it")
   # what the heuristics plan for a packed GEMM 1024 (scheduled, not run): AVX-512 keeps B panels in half of its 2 MB L2 less A's row block
-  # (BLOCK: 4 panels of 128 KB, not 8), the AVX2 machine's 256 KB L2 holds one 64 KB panel, so the panel loop goes outermost (SWAP)
+  # (BLOCK: 4 panels of 128 KB, not 8), the AVX2 machine's 256 KB L2 holds one 64 KB panel with A's row block, so the panel loop goes
+  # outside a block of A's rows (SWAP, then BLOCK of 4 row tiles: 64 KB of A, 16 rows, and the panel in half of L2)
   _device("CPU")
   # (the kernel's axes: rows m, B's column panels n/32, the 32 columns of a panel, k)
   big = _gemm_plan(1024, PROFILES["avx512-2fma"])
   assert {Opt(OptOps.UPCAST, 2, 32), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.BLOCK, 1, 4)} <= set(big)
   small = _gemm_plan(1024, PROFILES["avx2-1fma"])
-  assert Opt(OptOps.SWAP, 0, 1) in small and not any(o.op is OptOps.BLOCK for o in small)
+  assert {Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1), Opt(OptOps.BLOCK, 1, 4)} <= set(small), small
 
-@pytest.mark.parametrize("n, block", [(512, 8), (1024, 4), (2048, 2), (4096, 2)])
+@pytest.mark.parametrize("n, block", [(512, 8), (1024, 4), (2048, 2)])
 def test_gemm_panel_block_shares_l2_with_a(n, block):
   # the panels a row block of A passes over, plus that row block (8 rows of the whole reduce), fit in half of L2: at K=2048 two 256 KB
-  # panels and A's 64 KB (four panels thrashed L2). At K=4096 only one 512 KB panel would fit with A's 128 KB: two panels in half of L2
-  # instead (one would read all of A again for every 32 columns)
+  # panels and A's 64 KB (four panels thrashed L2)
   _device("CPU")
   m = PROFILES["avx512-2fma"]
   plan = _gemm_plan(n, m)
   assert [o.arg for o in plan if o.op is OptOps.BLOCK] == [block], plan
   rows = next(o.arg for o in plan if o.op is OptOps.UPCAST and o.axis == 0)
   panel, a_rows = n * 32 * 4, rows * n * 4
-  if n < 4096: assert block * panel + a_rows <= m.l2 // 2 < 2 * block * panel + a_rows
-  else: assert block * panel <= m.l2 // 2 < block * panel + a_rows
+  assert block * panel + a_rows <= m.l2 // 2 < 2 * block * panel + a_rows
+
+def test_gemm_row_block_where_one_panel_fits():
+  # at K=4096 (AVX-512: one 512 KB panel and A's 128 KB row block in half of the 2 MB L2, not two panels) the rows are blocked instead: the
+  # panel loop goes outside a block of row tiles (here 4 tiles of 8 rows, 512 KB of A) that, with one panel, fills half of L2
+  _device("CPU")
+  m = PROFILES["avx512-2fma"]
+  plan = _gemm_plan(4096, m)
+  assert Opt(OptOps.SWAP, 0, 1) in plan and [o.arg for o in plan if o.op is OptOps.BLOCK] == [4], plan
+  k = Kernel(_gemm_ast(4096), _cpu_renderer_posing_as(m))
+  for o in plan: k.apply_opt(o)
+  # (row blocks (over the threads), panels, row tiles of a block)
+  shape = tuple(k.full_shape[a] for a in k.axes_of(AxisType.THREAD, AxisType.GLOBAL) if k.full_shape[a] != 1)
+  assert prod(shape[:-2]) == 4096 // 32 and shape[-2:] == (4096 // 32, 4), k.colored_shape()
+  assert 4 * 8 * 4096 * 4 + 4096 * 32 * 4 <= m.l2 // 2
 
 def test_gemm_pack_reads_b_row_by_row():
-  # the copy of B into column panels (n/32, k, 32) loops over B's rows outermost: each row of B is read once, front to back, and its
-  # panels' vectors written (the panel-major order read a 128-byte piece of every row, a page apart). Other copies keep their order.
+  # the copy of B into column panels (n/32, k, 32) loops over B's rows outermost, 8 rows (COPY_ROWS) at a time: each block of rows is read
+  # once, front to back, and each panel gets its 8 rows' vectors together (panel by panel for each row wrote one line per panel, a page
+  # apart; the panel-major order read a 128-byte piece of every row, a page apart). Other copies keep their order or go in source order.
+  from tinygrad.opt.heuristic import COPY_ROWS
   _device("CPU")
   r = _cpu_renderer_posing_as(PROFILES["avx512-2fma"])
   with Context(PACKED_DOT_MIN=1):
     pack = (Tensor.empty(256, 256, device="CPU") @ Tensor.empty(256, 256, device="CPU")).schedule()[0].ast
   k = Kernel(pack, r)
   for o in hand_coded_optimizations(k): k.apply_opt(o)
-  assert any(o.op is OptOps.SWAP for o in k.applied_opts), k.applied_opts
+  assert Opt(OptOps.BLOCK, 1, COPY_ROWS) in k.applied_opts, k.applied_opts
   load = next(i for i, v in enumerate(k.view_uops) if any(u.op is Ops.LOAD and u.src[1] is v for u in pack.toposort()))
   strides = [k.sts[load].real_strides()[a] for a in k.axes_of(AxisType.GLOBAL)]
-  assert strides == sorted(strides, reverse=True) and strides[0] == 256, (k.colored_shape(), strides)
+  # (blocks of rows, panels, the rows of a block, then a panel row's vectors)
+  # (a panel's columns: as many as the host's packing makes them)
+  assert strides[0] == COPY_ROWS * 256 and 0 < strides[1] < 256 and strides[2] == 256, (k.colored_shape(), strides)
   # any copy of whole rows into another order is read in source order; arithmetic, and a transpose (a gather per vector), keep theirs
   x = Tensor(np.arange(8*16*32, dtype=np.float32).reshape(8, 16, 32), device="CPU")
   xn = x.numpy()
@@ -199,6 +217,11 @@ def test_gemm_pack_reads_b_row_by_row():
                               (lambda: x.reshape(128, 32).T.contiguous(), xn.reshape(128, 32).T, False)):
     assert any(o.op is OptOps.SWAP for o in hand_coded_optimizations(Kernel(make().schedule()[-1].ast, r))) == swapped
     np.testing.assert_equal(make().numpy(), want)
+  # a bigger transpose of whole vectors, blocked the same way, copies right
+  y = Tensor(np.arange(64*48, dtype=np.float32).reshape(64, 48), device="CPU")
+  def panels(): return y.reshape(64, 3, 16).permute(1, 0, 2).contiguous()
+  assert any(o.op is OptOps.BLOCK for o in hand_coded_optimizations(Kernel(panels().schedule()[-1].ast, r)))
+  np.testing.assert_equal(panels().numpy(), y.numpy().reshape(64, 3, 16).transpose(1, 0, 2))
 
 def test_gemm_1024_beam_first_round_has_other_tiles_and_blocks():
   # BEAM's first round on the heuristic's GEMM 1024 kernel (AVX-512 profile, scheduled, not run) tries the tiles and panel blocks next to the
