@@ -180,17 +180,18 @@ def test_gemm_panel_block_shares_l2_with_a(n, block):
 
 def test_gemm_row_block_where_one_panel_fits():
   # at K=4096 (AVX-512: one 512 KB panel and A's 128 KB row block in half of the 2 MB L2, not two panels) the rows are blocked instead: the
-  # panel loop goes outside a block of row tiles (here 4 tiles of 8 rows, 512 KB of A) that, with one panel, fills half of L2
+  # panel loop goes outside a block of row tiles (here 4 tiles of 8 rows, 512 KB of A) that, with one panel, fills half of L2; and the
+  # panels go in groups of twice L2 (8 of 512 KB) that every row block passes over before the next group
   _device("CPU")
   m = PROFILES["avx512-2fma"]
   plan = _gemm_plan(4096, m)
-  assert Opt(OptOps.SWAP, 0, 1) in plan and [o.arg for o in plan if o.op is OptOps.BLOCK] == [4], plan
+  assert Opt(OptOps.SWAP, 0, 1) in plan and [o.arg for o in plan if o.op is OptOps.BLOCK] == [4, 8], plan
   k = Kernel(_gemm_ast(4096), _cpu_renderer_posing_as(m))
   for o in plan: k.apply_opt(o)
-  # (row blocks (over the threads), panels, row tiles of a block)
+  # (panel groups (over the threads), row blocks, panels of a group, row tiles of a block)
   shape = tuple(k.full_shape[a] for a in k.axes_of(AxisType.THREAD, AxisType.GLOBAL) if k.full_shape[a] != 1)
-  assert prod(shape[:-2]) == 4096 // 32 and shape[-2:] == (4096 // 32, 4), k.colored_shape()
-  assert 4 * 8 * 4096 * 4 + 4096 * 32 * 4 <= m.l2 // 2
+  assert prod(shape[:-3]) == 4096 // 32 // 8 and shape[-3:] == (4096 // 32, 8, 4), k.colored_shape()
+  assert 4 * 8 * 4096 * 4 + 4096 * 32 * 4 <= m.l2 // 2 and 8 * 4096 * 32 * 4 <= 2 * m.l2
 
 def test_gemm_pack_reads_b_row_by_row():
   # the copy of B into column panels (n/32, k, 32) loops over B's rows outermost, 8 rows (COPY_ROWS) at a time: each block of rows is read
