@@ -189,7 +189,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
       p, bufs = prg.p, si.bufs
       prg._prg(*[(b if hasattr(b := bufs[i], "_buf") else b.ensure_allocated())._buf for i in p.globals], global_size=gs, local_size=ls,
                vals=tuple(vv[k] for k in p.vars) if p.vars else ())
-      for j in prg.outs: bufs[p.globals[j]].base.writes += 1
+      for j in prg.outs: ((b := bufs[p.globals[j]])._base or b).writes += 1
       if do_update_stats:
         if (counts := prg._counts) is None: _count_kernel(prg, vv)
         else:
