@@ -85,14 +85,14 @@ def _packed_b(ast:UOp) -> int:
 
 def test_gemm_prefetches_packed_b_ahead():
   # a packed B panel of 128 KB (1024 deep x 32 lanes) streams from L2 through the reduce loop: its loads also ask for the lines 8 steps
-  # (2 KB) ahead, into L1; an unpacked B (512: under PACKED_DOT_MIN) and a panel that fits L1 (K=128) don't
+  # (2 KB) ahead, into L1; an unpacked B (128: under PACKED_DOT_MIN) and a panel that fits L1 (K=128) don't
   ast = (Tensor.empty(1024, 1024, device="CPU") @ Tensor.empty(1024, 1024, device="CPU")).schedule()[-1].ast
   assert Opt(OptOps.PREFETCH, None, (_packed_b(ast), 8)) in _opts(ast)
   pf = _prefetches(ast, AVX512, _opts(ast))
   # a step of the unrolled loop reads 2 x 32 floats of B: four 64-byte lines, each asked for once, ungated, into L1
   assert len(pf) == 4 and all(p.arg == 1 and len(p.src) == 1 and p.src[0].src[0].arg == _packed_b(ast) for p in pf)
   with Context(IGNORE_OOB=0): assert get_program(ast, AVX512, _opts(ast)).src.count("__builtin_prefetch(") == 4
-  for a, b in (((512, 512), (512, 512)), ((1024, 128), (128, 1024)), ((1024, 1024), (1024, 1024))):
+  for a, b in (((128, 128), (128, 128)), ((1024, 128), (128, 1024)), ((1024, 1024), (1024, 1024))):
     ast = (Tensor.empty(*a, device="CPU") @ Tensor.empty(*b, device="CPU")).schedule()[-1].ast
     ren = AVX512 if a[1] != 1024 else _cpu_renderer_posing_as(PROFILES["avx2-1fma"])   # (an AVX2 tile's 16-lane panel: 64 KB, over L1 too)
     assert any(o.op is OptOps.PREFETCH for o in _opts(ast, ren)) == (a[1] == 1024), (a, b)

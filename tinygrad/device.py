@@ -114,10 +114,11 @@ class Buffer:
   @property
   def nbytes(self) -> int: return self.size*self.dtype.itemsize
   def is_allocated(self) -> bool: return hasattr(self, "_buf")
-  def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
+  # (attributes, not is_allocated()/written()/base: these run for every buffer a kernel writes)
+  def ensure_allocated(self) -> Buffer: return self if hasattr(self, "_buf") else self.allocate()
   def allocate(self, opaque:Any=None, external_ptr:int|None=None) -> Buffer:
-    if self.is_allocated(): raise RuntimeError(f"{self} is already allocated")
-    self.written()
+    if hasattr(self, "_buf"): raise RuntimeError(f"{self} is already allocated")
+    (self._base or self).writes += 1
     if opaque is not None or external_ptr is not None: self.base.escaped = True
     self.allocator: Allocator = (Device._opened.get(self.device) or Device[self.device]).allocator   # (an open device without a call)
     if external_ptr is not None: self.options = replace(self.options or BufferSpec(), external_ptr=external_ptr)
@@ -135,7 +136,7 @@ class Buffer:
     if not self.is_allocated(): raise RuntimeError(f"{self} is not allocated")
     self._release()
   def _release(self) -> None:
-    self.written()
+    (self._base or self).writes += 1
     if self._base is None:
       nbytes = self.size*self.dtype.itemsize
       self.packs = None
@@ -229,7 +230,7 @@ class LRUAllocator(Allocator[T]):
       for opaque in opaques: super().free(opaque, sz, options)
       opaques.clear()
   def free(self, opaque:T, size:int, options:BufferSpec|None=None) -> None:
-    if (options is None or options is _NO_SPEC) and LRU: self.cache[(size, None)].append(opaque)
+    if (options is None or options is _NO_SPEC) and LRU.value: self.cache[(size, None)].append(opaque)
     elif LRU and options is not None and not options.nolru and options.external_ptr is None: self.cache[(size, options)].append(opaque)
     else: super().free(opaque, size, options)
 

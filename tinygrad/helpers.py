@@ -21,7 +21,8 @@ def argfix(*x: Any) -> tuple:
   return x
 def argsort(x: Sequence) -> list[int]: return sorted(range(len(x)), key=x.__getitem__)
 def all_same(items: Sequence) -> bool: return all(x == items[0] for x in items)
-def all_int(t: Sequence[Any]) -> TypeGuard[tuple[int, ...]]: return all(isinstance(s, int) for s in t)
+# (map over a generator: no Python frame resumed per element, and this runs for every binary op with a scalar)
+def all_int(t: Sequence[Any]) -> TypeGuard[tuple[int, ...]]: return all(map(isinstance, t, itertools.repeat(int)))
 def make_tuple(x: int|Sequence[int], cnt: int) -> tuple[int, ...]: return (x,)*cnt if isinstance(x, int) else tuple(x)
 def flatten(l: Iterable[Iterable[T]]) -> list[T]: return [item for sublist in l for item in sublist]
 def fully_flatten(l: Any) -> list:
@@ -117,10 +118,11 @@ class ContextVar(Generic[T]):
   def __bool__(self) -> bool: return bool(self.value)
   def __eq__(self, x: object) -> bool: return self.value == x
   def __hash__(self) -> int: return hash(self.key)
-  def __ge__(self, x: Any) -> bool: return cast(Any, self.value) >= x
-  def __gt__(self, x: Any) -> bool: return cast(Any, self.value) > x
-  def __le__(self, x: Any) -> bool: return cast(Any, self.value) <= x
-  def __lt__(self, x: Any) -> bool: return cast(Any, self.value) < x
+  # (no typing.cast: it is a Python call, and `DEBUG >= n` runs on hot paths)
+  def __ge__(self, x: Any) -> bool: return self.value >= x  # type: ignore[operator]
+  def __gt__(self, x: Any) -> bool: return self.value > x  # type: ignore[operator]
+  def __le__(self, x: Any) -> bool: return self.value <= x  # type: ignore[operator]
+  def __lt__(self, x: Any) -> bool: return self.value < x  # type: ignore[operator]
   def __repr__(self) -> str: return f"ContextVar({self.key!r}, {self.value!r})"
 
 class Context(contextlib.ContextDecorator):
@@ -150,7 +152,7 @@ PICKLE_BUFFERS = ContextVar("PICKLE_BUFFERS", 1)
 CPU_THREADS, TRACEMETA = ContextVar("CPU_THREADS", 0), ContextVar("TRACEMETA", 1)
 LRU, SCHEDULE_CACHE = ContextVar("LRU", 1), ContextVar("SCHEDULE_CACHE", 1)
 # matmuls with at least this many multiply-adds read B from a copy in column panels where the renderer packs_operands (schedule/packing.py)
-PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 30)
+PACKED_DOT_MIN = ContextVar("PACKED_DOT_MIN", 1 << 24)
 # convolutions with at least this many multiply-adds get a weight copy with the output channels innermost (schedule/packing.py)
 PACKED_CONV_MIN = ContextVar("PACKED_CONV_MIN", 1 << 24)
 PACK_REUSE = ContextVar("PACK_REUSE", 1)

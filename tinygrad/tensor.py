@@ -396,7 +396,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def schedule_with_vars(self, *lst:Tensor) -> tuple[list, dict[UOp, int]]:
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
     first_new_buffer = next(_unique_counter)
-    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, (self._uop,)+tuple(t._uop for t in lst)))
+    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, (self._uop,)+tuple([t._uop for t in lst])))
     _apply_map_to_tensors(becomes_map, first_new_buffer)
     return schedule, var_vals
   def schedule(self, *lst:Tensor) -> list:

@@ -175,11 +175,12 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
   opened = Device._opened   # (an open device by its name without a Python call; Device[] opens the others)
   swap: dict[Buffer, Buffer] = {}   # a pack item's output -> the cached copy the later items read instead
   for si in schedule:
-    if swap: si = replace(si, bufs=tuple(swap.get(b, b) for b in si.bufs))
+    # (ScheduleItem(...) over dataclasses.replace, a list over a generator: a packed GEMM's reused pack takes this path on every call)
+    if swap: si = ScheduleItem(si.ast, tuple([swap.get(b, b) for b in si.bufs]), si.metadata, si.var_vals, si.pack)
     if (pending := _cached_pack(si) if si.pack and not capturing and PACK_REUSE.value else None) is not None:
       swap[si.bufs[0]] = pending[0][1]
       if pending[1] < 0: continue
-      si = replace(si, bufs=(pending[0][1],) + si.bufs[1:])
+      si = ScheduleItem(si.ast, (pending[0][1],) + si.bufs[1:], si.metadata, si.var_vals, si.pack)
     if flags is not None and si.ast.op is Ops.SINK and \
        (prg := method_cache.get((dev := si.bufs[0].device, si.ast, (opened.get(dev) or Device[dev]).renderer, flags))) is not None:
       vv = {**var_vals, **si.var_vals} if var_vals and si.var_vals else si.var_vals or var_vals or {}
@@ -188,7 +189,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
       p, bufs = prg.p, si.bufs
       prg._prg(*[(b if hasattr(b := bufs[i], "_buf") else b.ensure_allocated())._buf for i in p.globals], global_size=gs, local_size=ls,
                vals=tuple(vv[k] for k in p.vars) if p.vars else ())
-      for j in prg.outs: bufs[p.globals[j]].base.writes += 1
+      for j in prg.outs: ((b := bufs[p.globals[j]])._base or b).writes += 1
       if do_update_stats:
         if (counts := prg._counts) is None: _count_kernel(prg, vv)
         else:
@@ -209,10 +210,11 @@ def _cached_pack(si:ScheduleItem) -> tuple[list, int]|None:
   in the source's packs, is reused while the source isn't written (Buffer.writes). Returns (the entry, -1) to reuse, or (a new entry, with
   a new buffer for this item to write, the source's writes to record once it has run); None where the source may change unseen."""
   # (only where the renderer packs operands: elsewhere the copies aren't packing's, and kept ones would only cost memory)
-  if not isinstance(src := si.bufs[1], Buffer) or (base := src.base).escaped or not src.is_allocated() or \
-     not getattr(Device[src.device].renderer, "packs_operands", False): return None
+  # (attributes, not the properties and Device[] lookup: this runs for every packed GEMM call)
+  if not isinstance(src := si.bufs[1], Buffer) or (base := src._base or src).escaped or not hasattr(src, "_buf") or \
+     not getattr((Device._opened.get(src.device) or Device[src.device]).renderer, "packs_operands", False): return None
   if base.packs is None: base.packs = {}
-  if (entry := base.packs.get(key := (si.ast, src.offset, src.nbytes))) is not None and entry[0] == base.writes: return entry, -1
+  if (entry := base.packs.get(key := (si.ast, src.offset, src.size))) is not None and entry[0] == base.writes: return entry, -1
   # (a new buffer each time it is made, written only then: an older one may still be read by later items of this or a rerun schedule.
   # A few layouts per source.)
   if entry is None and len(base.packs) >= 4: base.packs.pop(next(iter(base.packs)))

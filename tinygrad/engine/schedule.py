@@ -106,7 +106,7 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
   nodes, inputs, structure = _structure(sink)
   key = (structure, SPLIT_REDUCEOPS.value, SPLIT_REDUCE_MIN.value, PACKED_DOT_MIN.value, PACKED_CONV_MIN.value, EXPENSIVE_EXPAND.value,
          ROW_FUSE.value, CPU_THREADS.value)
-  if not SCHEDULE_CACHE or (plan := _plans.get(key)) is None:
+  if not SCHEDULE_CACHE.value or (plan := _plans.get(key)) is None:
     plan_stats["misses"] += 1
     # the scheduler runs on the graph with stand-ins for its inputs (nodes come in topological order)
     stand_ins = {b: _stand_in(i, b) for i, b in enumerate(inputs)}
@@ -143,7 +143,7 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
       real[o] = u = UOp(Ops.BUFFER, o.dtype, (UOp(Ops.UNIQUE, arg=next(_unique_counter)), o.src[1]), o.arg)
       (d := u.__dict__)["_st"], d["_device"] = (od := o.__dict__)["_st"], od["_device"]
       if b is not None: buffers[u] = b
-  if DEBUG >= 3: print(f"scheduled {len(plan.items)} items")
+  if DEBUG.value >= 3: print(f"scheduled {len(plan.items)} items")
   get = slots.__getitem__
   schedule = [ScheduleItem(ast if ast.op is not Ops.COPY else ast.substitute(real), tuple(map(get, ix)), var_vals=vv, pack=pk)
               for (ast, _, vv), ix, pk in zip(plan.items, plan.item_slots, plan.packs)]

@@ -126,8 +126,10 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
         elif (outer := next(c for c in cols if k.full_shape[k.axes_of(AxisType.GLOBAL)[c]] != 1)) != 0: _try(k, Opt(OptOps.SWAP, 0, outer), opts)
         break
     rs = k.full_shape[k.axes_of(AxisType.REDUCE)[-1]]
-    # a short innermost reduce (a conv's kernel width) unrolls whole: neighbouring taps share loaded inputs
-    if tiles and isinstance(rs, int) and (amt := rs if rs <= 4 else 2 if rs % 2 == 0 else 0) > 1:
+    # a short innermost reduce (a conv's kernel width) unrolls whole: neighbouring taps share loaded inputs. A long one unrolls by 2 only
+    # where B streams packed panels: reading B's rows a row pitch apart (a GEMM under the packing threshold) the unroll adds no independent
+    # accumulator chain, only one more row of B live (2x slower at 256, AVX2: the tile already has exactly fma_chains accumulators)
+    if tiles and isinstance(rs, int) and (amt := rs if rs <= 4 else 2 if rs % 2 == 0 and streamed else 0) > 1:
       _try(k, Opt(OptOps.UNROLL, len(k.axes_of(AxisType.REDUCE))-1, amt), opts)
     # a GEMM's packed B panel streams from L2 through the reduce loop: the hardware prefetchers bring it to L1 too late, so each step also
     # asks for the lines about 2 KB ahead (OptOps.PREFETCH (buffer, steps)): 7-11% faster at 1024 and 2048 (AVX-512, one thread)

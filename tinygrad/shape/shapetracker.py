@@ -86,7 +86,7 @@ class ShapeTracker:
   def pad(self, arg:tuple[tuple[sint, sint], ...]) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (self.views[-1].pad(arg),))
   def shrink(self, arg:tuple[tuple[sint, sint], ...]) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (self.views[-1].shrink(arg),))
   def flip(self, arg:tuple[bool, ...]) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (self.views[-1].flip(arg),))
-  def reduce(self, axis:tuple[int, ...]) -> tuple[sint, ...]: return tuple(1 if i in axis else s for i, s in enumerate(self.shape))
+  def reduce(self, axis:tuple[int, ...]) -> tuple[sint, ...]: return tuple([1 if i in axis else s for i, s in enumerate(self.shape)])
 
   # ***** lowering *****
 
