@@ -7,7 +7,8 @@ from tinygrad import Tensor, Device, Context
 from tinygrad.uop import Ops
 from tinygrad.renderer import MachineModel
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError, AxisType
-from tinygrad.opt.heuristic import hand_coded_optimizations, _register_tile
+from tinygrad.opt.heuristic import hand_coded_optimizations
+from tinygrad.renderer import register_tile as _register_tile
 from tinygrad.engine.realize import get_program, CompiledRunner
 from tinygrad.runtime.support.cpu_model import PROFILES, host_model
 from test.test_search import run, _device

@@ -5,7 +5,7 @@ from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sint
 from tinygrad.dtype import PtrDType
-from tinygrad.renderer import MachineModel
+from tinygrad.renderer import MachineModel, register_tile
 from tinygrad.helpers import prod, CPU_THREADS, THREAD_MIN_WORK, USE_TC, TC_SELECT, TC_OPT
 
 def cpu_threads(m:MachineModel|None=None) -> int: return CPU_THREADS.value or (m.cores if m is not None else os.cpu_count() or 1)
@@ -17,17 +17,6 @@ def _try(k:Kernel, opt:Opt, opts:list[Opt]) -> bool:
   return True
 
 def _largest_divisor(n:int, choices:tuple[int, ...]) -> int|None: return next((c for c in choices if n % c == 0), None)
-
-def _register_tile(m:MachineModel, width:int, max_lanes:int, nrows:sint, ncols:sint, loaded:int=1) -> tuple[int, int]|None:
-  """(rows, lanes) of the register tile of accumulators: rows x lanes/width vector registers, enough independent FMA chains to cover
-  latency x pipes where possible (else as many as fit), leaving room for `loaded` rows of loaded vectors and a broadcast; of those, the most
-  FMAs per loaded value"""
-  if not isinstance(nrows, int) or not isinstance(ncols, int): return None
-  cands = [(r, v) for v in range(1, max_lanes // width + 1) for r in range(1, 17)
-           if ncols % (v * width) == 0 and nrows % r == 0 and r * v + loaded * v + 1 <= m.vector_regs]
-  # (short of enough chains, the most: 7 rows x 8 lanes over 2 x 16, 4.0 ms against 5.4 for a 256-channel 14x14 conv on 16 registers)
-  best = max(cands, key=lambda t: (min(t[0] * t[1], m.fma_chains), t[0] * t[1] / (t[0] + t[1]), t[0] * t[1]), default=None)
-  return (best[0], best[1] * width) if best is not None else None
 
 def _overlap(row_stride:sint|None, tap_stride:sint|None, taps:sint) -> bool:
   # whether neighbouring rows of windows (taps of tap_stride, rows row_stride apart in the input) read some input in common
@@ -78,7 +67,7 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     # a conv's short window row (3 taps) unrolls whole (below): its taps' weight vectors are loaded together, a row of them per tap. (16 AVX2
     # registers: 14 rows x 8 lanes left none for them and spilled, 4.8 ms for a 256-channel 14x14 conv where 7 rows took 2.6)
     rs = k.full_shape[reduce_axes[-1]]
-    tile = _register_tile(m, width, k.opts.vector_alu_lanes, nrows, ncols, rs if isinstance(rs, int) and len(reduce_axes) > 1 and rs <= 4 else 1) \
+    tile = register_tile(m, width, k.opts.vector_alu_lanes, nrows, ncols, rs if isinstance(rs, int) and len(reduce_axes) > 1 and rs <= 4 else 1) \
       if m is not None and k.opts.vector_alu_lanes else None
     # without a machine model: a register's width of lanes and, with vector code (a row's accumulator is one register), a tall tile
     rows = (15, 14, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2) if k.opts.vector_alu_lanes else (8, 7, 6, 5, 4, 3, 2)
