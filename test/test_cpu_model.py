@@ -8,7 +8,8 @@ from tinygrad.helpers import prod
 from tinygrad.uop import Ops
 from tinygrad.renderer import MachineModel
 from tinygrad.opt.kernel import Kernel, Opt, OptOps, KernelOptError, AxisType
-from tinygrad.opt.heuristic import hand_coded_optimizations, _register_tile
+from tinygrad.opt.heuristic import hand_coded_optimizations
+from tinygrad.renderer import register_tile as _register_tile
 from tinygrad.engine.realize import get_program, CompiledRunner
 from tinygrad.runtime.support.cpu_model import PROFILES, host_model
 from test.test_search import run, _device
@@ -56,6 +57,14 @@ def test_register_tile_fits_the_register_file(m):
   if m.name == "avx512-2fma": assert tile == (8, 32)   # 16 zmm accumulators, two B vectors per row
   # sizes nothing divides get no tile (the old choices take over)
   assert _register_tile(m, width, 32, 1024, 7) is None
+
+def test_conv_register_tile_leaves_room_for_its_taps():
+  # a 3x3 conv's window row unrolls whole: its 3 taps' weight vectors are loaded together, so 16 AVX2 registers (8 chains: 2 FMA pipes x 4
+  # cycles) take 4 rows x 16 lanes of a 56-wide output, and of a 14- or 7-wide one 7 rows x 8 lanes (14 x 8 spilled; short of 8 chains,
+  # the most chains, not 2 x 16's better reuse)
+  m = dataclasses.replace(PROFILES["avx2-1fma"], fma_chains=8)
+  assert _register_tile(m, 8, 32, 56, 64, 3) == (4, 16)
+  assert _register_tile(m, 8, 32, 14, 256, 3) == (7, 8) and _register_tile(m, 8, 32, 7, 512, 3) == (7, 8)
 
 # ***** correctness: the heuristics of each machine profile, applied on CPU and PYTHON, against the unoptimized kernel *****
 

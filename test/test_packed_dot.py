@@ -230,3 +230,25 @@ def test_conv_weight_grad_of_computed_x_and_g(x_grad):
   np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(grads[-1].numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
   if x_grad: np.testing.assert_allclose(grads[0].numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("width", [14, 56])
+def test_conv_panels_are_its_register_tiles_lanes(width):
+  # a 3x3 conv's weight panels are as wide as the register tile the heuristics give its output rows (machine model: a 14-wide output on
+  # 16 AVX2 registers gets 7 rows x 8 lanes, so 8-lane panels, every loaded line used whole); a weight packed with the output width, or
+  # packed without it (the plain panels), is read with no copy, and both give torch's values
+  torch = pytest.importorskip("torch")
+  from tinygrad.renderer import register_tile
+  from tinygrad.schedule.packing import conv_panel_lanes
+  r = Device["CPU"].renderer
+  if not r.packs_operands or r.machine is None or not r.vector_alu_lanes: pytest.skip("the CPU packs nothing here")
+  tile = register_tile(r.machine, r.machine.simd_bytes // 4, r.vector_alu_lanes, width, 64, 3)
+  assert tile is not None and conv_panel_lanes(r, 64, 4, width, 3) == tile[1]
+  rng = np.random.default_rng(width)
+  xn, wn = rng.standard_normal((1, 16, width, width), dtype=np.float32), rng.standard_normal((64, 16, 3, 3), dtype=np.float32) * 0.1
+  ref = torch.nn.functional.conv2d(torch.tensor(xn), torch.tensor(wn), padding=1).numpy()
+  x, w = Tensor(xn, device="CPU").realize(), Tensor(wn, device="CPU").realize()
+  with Context(PACKED_CONV_MIN=1):
+    for packed in (w.pack_conv_weight(out_width=width), w.pack_conv_weight()):
+      # the padded input's copy and the conv
+      assert len(_kernels(x.conv2d(packed, padding=1).schedule())) == 2
+      np.testing.assert_allclose(x.conv2d(packed, padding=1).numpy(), ref, rtol=1e-4, atol=1e-4)

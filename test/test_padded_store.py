@@ -35,6 +35,22 @@ def test_conv_relu_conv_has_no_pad_copy():
   ref = torch.nn.functional.conv2d(torch.nn.functional.conv2d(t(xn), t(w1n), t(b1n), padding=1).relu(), t(w2n), padding=1)
   np.testing.assert_allclose(got, ref.numpy(), rtol=1e-4, atol=1e-4)
 
+def test_padded_input_pixels_skewed_off_cache_set_period():
+  # 256 channels are 1 KB a pixel: the padded copy gets one more block of lanes per pixel (zeros no load reads), so a window's pixels
+  # don't all fall in the same few L1 sets (packing.SKEW_PITCH); the conv storing into it and the conv reading it see the same values
+  xn, w1n, w2n = _data(1, 256, 6, 6), _data(256, 256, 3, 3, seed=1, scale=0.05), _data(256, 256, 3, 3, seed=2, scale=0.05)
+  x, w1, w2 = (Tensor(a).realize() for a in (xn, w1n, w2n))
+  out = x.conv2d(w1, padding=1).relu().conv2d(w2, padding=1)
+  sched = out.schedule()
+  convs = [k for k in _kernels(sched) if _has_reduce(k)]
+  if Device["CPU"].renderer.packs_operands:
+    per_pixel = convs[0].bufs[0].size // (8 * 8)
+    assert len(convs) == 2 and 256 < per_pixel <= 256 + 16 and convs[0].bufs[0] in convs[1].bufs[1:]
+  run_schedule(sched)
+  t = torch.from_numpy
+  ref = torch.nn.functional.conv2d(torch.nn.functional.conv2d(t(xn), t(w1n), padding=1).relu(), t(w2n), padding=1)
+  np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-3)
+
 def test_residual_chain_under_jit_replay():
   # three residual blocks: every block's output is the next block's padded input and its residual. Buffers of equal sizes, which the
   # memory planner reuses; new inputs every call (the border must be zero each time, whatever wrote the buffer before)

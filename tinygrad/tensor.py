@@ -2336,11 +2336,12 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       # backward as two more convolutions (_conv_grad), not through the window view (its gradient is a huge col2im reduce)
       ret = Tensor(UOp(Ops.CONTIGUOUS_BACKWARD, out_dt, (ret.uop, self.uop, weight.uop), ("conv", groups, s_, d_, tuple(pads))), device=ret.device)
     return ret if bias is None else ret + bias.reshape((1, -1) + (1,)*n)
-  def pack_conv_weight(self, groups:int=1) -> Tensor:
+  def pack_conv_weight(self, groups:int=1, out_width:int|None=None) -> Tensor:
     """This conv weight (cout, cin/groups, *k), realized in the layout its device's convolutions read (schedule/packing.py), else itself: on
     devices that pack operands (CPUs) panels of output channels, (cout/lanes, cin/groups, *k, lanes). An inference model's constant weights
-    packed once are not copied by every call. A group's output channels must fill whole panels (a depthwise conv's weight stays as it is)."""
-    if (cols := conv_weight_panels(self.uop, groups)) is None: return self
+    packed once are not copied by every call. A group's output channels must fill whole panels (a depthwise conv's weight stays as it is).
+    out_width, the conv's output size along its last axis, picks the panels its register tile reads best (the conv packs its own otherwise)."""
+    if (cols := conv_weight_panels(self.uop, groups, out_width)) is None: return self
     n, shape = self.ndim, cast(tuple[int, ...], self.shape)
     panels = self.reshape((shape[0] // cols, cols) + shape[1:]).permute((0,) + tuple(range(2, n+1)) + (1,)).contiguous().realize()
     return panels.permute((0, n) + tuple(range(1, n))).reshape(shape)

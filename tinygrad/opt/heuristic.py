@@ -6,7 +6,7 @@ from tinygrad.opt.kernel import Kernel, Opt, OptOps, AxisType, KernelOptError
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sint
 from tinygrad.dtype import PtrDType
-from tinygrad.renderer import MachineModel
+from tinygrad.renderer import MachineModel, register_tile
 from tinygrad.helpers import prod, all_int, CPU_THREADS, THREAD_MIN_WORK, USE_TC, TC_SELECT, TC_OPT
 
 # the rows of its source a copy into panels takes at a time (a few lines per panel, a few streams to read)
@@ -21,15 +21,6 @@ def _try(k:Kernel, opt:Opt, opts:list[Opt]) -> bool:
   return True
 
 def _largest_divisor(n:int, choices:tuple[int, ...]) -> int|None: return next((c for c in choices if n % c == 0), None)
-
-def _register_tile(m:MachineModel, width:int, max_lanes:int, nrows:sint, ncols:sint) -> tuple[int, int]|None:
-  """(rows, lanes) of the register tile of accumulators: rows x lanes/width vector registers, enough independent FMA chains to cover
-  latency x pipes where possible, leaving room for one row of loaded vectors and a broadcast; of those, the most FMAs per loaded value"""
-  if not isinstance(nrows, int) or not isinstance(ncols, int): return None
-  cands = [(r, v) for v in range(1, max_lanes // width + 1) for r in range(1, 17)
-           if ncols % (v * width) == 0 and nrows % r == 0 and r * v + v + 1 <= m.vector_regs]
-  best = max(cands, key=lambda t: (t[0] * t[1] >= m.fma_chains, t[0] * t[1] / (t[0] + t[1]), t[0] * t[1]), default=None)
-  return (best[0], best[1] * width) if best is not None else None
 
 def _overlap(row_stride:sint|None, tap_stride:sint|None, taps:sint) -> bool:
   # whether neighbouring rows of windows (taps of tap_stride, rows row_stride apart in the input) read some input in common
@@ -77,7 +68,11 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     row_axis = next((j for j in reversed(rest) if any(rs[global_axes[j]] == 1 for rs in real_strides)), rest[-1] if rest else None)
     tiles, m, itemsize = 0, k.opts.machine, max(r.dtype.itemsize for r in k.reduceops)
     ncols, nrows = (k.full_shape[global_axes[j]] if j is not None else 1 for j in (vec_axis, row_axis))
-    tile = _register_tile(m, width, k.opts.vector_alu_lanes, nrows, ncols) if m is not None and k.opts.vector_alu_lanes else None
+    # a conv's short window row (3 taps) unrolls whole (below): its taps' weight vectors are loaded together, a row of them per tap. (16 AVX2
+    # registers: 14 rows x 8 lanes left none for them and spilled, 4.8 ms for a 256-channel 14x14 conv where 7 rows took 2.6)
+    rs = k.full_shape[reduce_axes[-1]]
+    tile = register_tile(m, width, k.opts.vector_alu_lanes, nrows, ncols, rs if isinstance(rs, int) and len(reduce_axes) > 1 and rs <= 4 else 1) \
+      if m is not None and k.opts.vector_alu_lanes else None
     # without a machine model: a register's width of lanes and, with vector code (a row's accumulator is one register), a tall tile
     rows = (15, 14, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2) if k.opts.vector_alu_lanes else (8, 7, 6, 5, 4, 3, 2)
     for j, choices in ((vec_axis, (tile[1],) if tile else (width, width//2, 8, 4)), (row_axis, (tile[0],) if tile else rows)):

@@ -8,7 +8,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher, UPat
 from tinygrad.dtype import dtypes
 from tinygrad.device import Device
-from tinygrad.renderer import Renderer
+from tinygrad.renderer import Renderer, register_tile
 from tinygrad.helpers import prod, all_int, argsort, PACKED_DOT_MIN, PACKED_CONV_MIN, CONV_GRAD_CHUNK
 
 def _packing_renderer(u:UOp):
@@ -37,9 +37,15 @@ def pack_matmul(r:UOp, a:UOp, b:UOp) -> UOp|None:
     return (x.reshape((m, n//cols, cols, k)) * y4).r(Ops.ADD, (3,)).reshape((m, n, 1))
   return None
 
-def conv_panel_lanes(renderer:Renderer, cout:int, itemsize:int) -> int|None:
-  # the output channels of one weight panel: two SIMD registers' lanes (the register tile's width), else one; None if neither divides cout
-  simd = renderer.machine.simd_bytes if renderer.machine is not None else renderer.simd_bytes
+def conv_panel_lanes(renderer:Renderer, cout:int, itemsize:int, rows:int|None=None, taps:int=1) -> int|None:
+  """The output channels of one weight panel: the lanes of the register tile the heuristics give a conv whose output rows are `rows` wide and
+  whose window rows are `taps` wide (a tile of 8 lanes on 16-lane panels read half of every line and took 4.4 ms for a 256-channel 14x14
+  conv, against 3.3 on 8-lane panels); without them (or a 1x1 conv, whose tile rows span its merged output) two SIMD registers' lanes,
+  else one. None if none divides cout."""
+  m, simd = renderer.machine, renderer.machine.simd_bytes if renderer.machine is not None else renderer.simd_bytes
+  if m is not None and renderer.vector_alu_lanes and rows is not None and 1 < taps and \
+     (tile := register_tile(m, simd // itemsize, renderer.vector_alu_lanes, rows, cout, taps if taps <= 4 else 1)) is not None and tile[1] >= 8:
+    return tile[1]
   return next((c for c in (2 * simd // itemsize, simd // itemsize) if c >= 8 and cout % c == 0), None)
 
 def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
@@ -58,15 +64,20 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
     # isn't broadcast)
     if not out or x.st is None or w.st is None or (ws := w.st.real_strides())[out[-1]] != 0 or (xs := x.st.real_strides())[out[-1]] == 0: continue
     lanes = [i for i in out if xs[i] == 0 and ws[i] != 0]
-    if not lanes or (ren := _packing_renderer(r)) is None or (cols := conv_panel_lanes(ren, shape[v := lanes[-1]], r.dtype.itemsize)) is None:
-      return None
+    if not lanes or (ren := _packing_renderer(r)) is None or \
+       (cols := conv_panel_lanes(ren, shape[v := lanes[-1]], r.dtype.itemsize, shape[out[-1]], shape[max(axes)])) is None: return None
     # a 1x1 conv reduces over the input channels alone: told from a matmul (reduce axis last) by its taps, size-1 axes after the channels
     if len(axes) < 2 and max(axes) == len(shape) - 1: return None
+    # already in panels (a weight packed once, Tensor.pack_conv_weight, maybe without the output width: the plain choice's panels are read
+    # as they are): a lane stride of 1 and panels that are the outermost, dense axis
+    def in_panels(c:int) -> bool:
+      wp = w.reshape(shape[:v] + (shape[v] // c, c) + shape[v+1:])
+      ps = wp.st.real_strides() if wp.st is not None and all(vw.mask is None for vw in wp.st.views) else (None,)
+      return all_int(ps) and ps[v+1] == 1 and (wp.shape[v] == 1 or ps[v] == prod(n for n, s in zip(wp.shape, ps) if 0 < s < ps[v]))
+    cols = next((c for c in (cols, conv_panel_lanes(ren, shape[v], r.dtype.itemsize)) if c is not None and in_panels(c)), cols)
     split = shape[:v] + (shape[v] // cols, cols) + shape[v+1:]
     wp, copies = w.reshape(split), 0
-    # already in panels (a weight packed once, Tensor.pack_conv_weight): a lane stride of 1 and panels that are the outermost, dense axis
-    ps = wp.st.real_strides() if wp.st is not None and all(vw.mask is None for vw in wp.st.views) else (None,)
-    if not all_int(ps) or ps[v+1] != 1 or (split[v] > 1 and ps[v] != prod(n for n, s in zip(split, ps) if 0 < s < ps[v])):
+    if not in_panels(cols):
       if small: return None
       copies += 1
       data = wp.shrink(tuple((0, 1) if s == 0 else (0, n) for s, n in zip(ws[:v] + (1, 1) + ws[v+1:], split)))
@@ -163,18 +174,25 @@ def block_reduce(r:UOp) -> UOp|None:
   perm = (0, 1) + tuple(i for i in range(3, len(lx.shape)) if i-1 not in axes) + (2,) + tuple(a + 1 for a in axes)
   return lx.permute(perm).r(r.arg[0], tuple(range(len(perm) - len(axes), len(perm)))).permute(tuple(argsort(perm))).reshape(r.shape)
 
+# a channels-last copy whose pixels are a multiple of this many bytes apart gets one more block of lanes per pixel (zeros nothing reads):
+# L1 caches repeat their sets every 4 KB (32 KB 8-way, 48 KB 12-way), so 1 KB apart a window's 3 rows of 9 pixels share 4 sets, 32 lines,
+# with the weights streaming through them too. 512 channels (2 KB): the last ResNet-18 convs took 8.5 ms where 520 channels took 4.2-4.8.
+SKEW_PITCH = 1024
+
 def _copy(u:UOp) -> UOp:
   # u realized for a conv to read: a blocked u is copied channels last (both sides are runs of whole channels), any other as it is
   if len(u.shape) < 3 or (lanes := _lanes(u)) is None or (lu := _lift(u, lanes, {})) is None: return u.contiguous()
-  last = (0,) + tuple(range(3, len(lu.shape))) + (1, 2)
-  return lu.permute(last).contiguous().permute(tuple(argsort(last))).reshape(u.shape)
+  skew = lu.op is Ops.PAD and lu.shape[1] * lanes * u.dtype.itemsize % SKEW_PITCH == 0
+  last, whole = (0,) + tuple(range(3, len(lu.shape))) + (1, 2), tuple((0, n) for n in lu.shape)
+  padded = lu.src[0].pad(lu.arg[:1] + ((0, 1),) + lu.arg[2:]) if skew else lu
+  return padded.permute(last).contiguous().permute(tuple(argsort(last))).shrink(whole).reshape(u.shape)
 
-def conv_weight_panels(w:UOp, groups:int=1) -> int|None:
+def conv_weight_panels(w:UOp, groups:int=1, rows:int|None=None) -> int|None:
   # the output channels per panel a conv weight (cout, cin/groups, *k) is best stored in for its device (Tensor.pack_conv_weight realizes
   # a model's constant weights so once), None where the renderer packs nothing and the plain layout is best (or a group's channels don't
   # fill whole panels)
   if len(w.shape) < 3 or not all_int(w.shape) or (r := _packing_renderer(w)) is None or cast(int, w.shape[0]) % groups: return None
-  return conv_panel_lanes(r, cast(int, w.shape[0]) // groups, w.dtype.itemsize)
+  return conv_panel_lanes(r, cast(int, w.shape[0]) // groups, w.dtype.itemsize, rows, cast(int, w.shape[-1]))
 
 def _channels_last(u:UOp) -> UOp:
   # the same (bs, c, *spatial) values, read from a copy with the channels innermost
