@@ -47,3 +47,19 @@ def pytest_collection_modifyitems(config, items):
     got = seen.setdefault((dev, item.module.__name__ if item.module else "", item.originalname), set())
     if vals and vals <= got: item.add_marker(pytest.mark.skip(reason=f"representative subset on {dev} (FULL_DEVICE_TESTS=1 runs all)"))
     got |= vals
+
+# the CPU and LLVM devices plan (register tiles, weight panels, packing, prefetch, threads) as the named machine model would, whatever the
+# host is: for tests whose expected plans are one machine's. The kernels still compile for the host (its compiler splits wider vectors), and
+# the schedule cache, whose plans follow the model, is off meanwhile
+@pytest.fixture
+def pose_cpu(monkeypatch):
+  from tinygrad.runtime.support.cpu_model import PROFILES
+  from tinygrad.helpers import SCHEDULE_CACHE
+  def pose(profile:str):
+    for dev in ("CPU", "LLVM"):
+      try: ren = Device[dev].renderer
+      except Exception: continue
+      monkeypatch.setattr(ren, "machine", PROFILES[profile])
+      monkeypatch.setattr(ren, "simd_bytes", PROFILES[profile].simd_bytes)
+    monkeypatch.setattr(SCHEDULE_CACHE, "value", 0)
+  return pose

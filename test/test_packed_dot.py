@@ -9,7 +9,8 @@ from tinygrad.engine.realize import run_schedule
 def _kernels(sched) -> list: return [si for si in sched if si.ast.op is Ops.SINK]
 
 @pytest.mark.parametrize("m,k,n", [(16, 8, 32), (24, 5, 64), (8, 64, 96)])
-def test_packed_dot_matches_numpy(m, k, n):
+def test_packed_dot_matches_numpy(m, k, n, pose_cpu):
+  pose_cpu("avx512-2fma")   # (the panel widths below are AVX-512's, whatever the host is)
   rng = np.random.default_rng(m*k*n)
   an, bn = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
   with Context(PACKED_DOT_MIN=1):
@@ -96,7 +97,8 @@ def test_packed_conv_grouped_strided_matches_torch():
   np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
 @pytest.mark.parametrize("cout,groups,k,stride,padding", [(64, 1, 3, 1, 1), (128, 1, 1, 2, 0), (64, 2, 3, 1, 1), (48, 1, 3, 1, 0), (40, 1, 3, 1, 1)])
-def test_conv_weight_panels_match_torch(cout, groups, k, stride, padding):
+def test_conv_weight_panels_match_torch(cout, groups, k, stride, padding, pose_cpu):
+  pose_cpu("avx512-2fma")   # (the panel widths below are AVX-512's, whatever the host is)
   # the weight is read in panels of output channels (cout/lanes, cin, *k, lanes): copied by the scheduler, or packed once by pack_conv_weight
   # and then read with no copy (1x1 and grouped convs too); 40 output channels make no panel: read as they are
   torch = pytest.importorskip("torch")
@@ -177,7 +179,8 @@ def test_conv_backward_graph_is_device_independent():
     np.testing.assert_allclose(grads[dev][0], tx.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(grads[dev][1], tw.grad.numpy(), rtol=1e-4, atol=1e-4)
 
-def test_pack_conv_weight_only_where_packed():
+def test_pack_conv_weight_only_where_packed(pose_cpu):
+  pose_cpu("avx512-2fma")   # (the panel widths below are AVX-512's, whatever the host is)
   # pack_conv_weight asks the scheduler's packing rules for the layout: output channels innermost on CPU, the weight itself on PYTHON
   try: Device["PYTHON"]
   except Exception as e: pytest.skip(f"no PYTHON device: {e}")

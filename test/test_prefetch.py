@@ -24,6 +24,9 @@ from test.test_cpu_model import _cpu_renderer_posing_as
 
 AVX512 = _cpu_renderer_posing_as(PROFILES["avx512-2fma"])   # L2 2 MB: weights over 1 MB are prefetched
 
+@pytest.fixture(autouse=True)
+def _avx512_plans(pose_cpu): pose_cpu("avx512-2fma")   # the schedules' packing too (panel widths), whatever the host is
+
 def _conv(cin:int, cout:int, size:int, stride:int=1, dev:str="CPU", seed:int=0) -> tuple[Tensor, np.ndarray, np.ndarray]:
   rng = np.random.default_rng(seed)
   x, w = rng.standard_normal((1, cin, size, size), dtype=np.float32), rng.standard_normal((cout, cin, 3, 3), dtype=np.float32) / 3
