@@ -324,3 +324,15 @@ def test_backward_through_an_in_place_update():
   ty = ty.add_(tx)
   (ty * ty).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+
+def test_gradient_needs_the_value_before_an_in_place_update():
+  # d(y*w)/dw is y's old value; (y*w)**2 reads the new one. One realize computes both: the old value is copied before the ASSIGN runs
+  yn, wn = [2.0, 2.0, 0.5], [2.0, 0.5, 1.0]
+  y, w = Tensor(yn).contiguous().realize(), Tensor(wn, requires_grad=True)
+  y *= w
+  (y * y).sum().backward()
+  ty, tw = torch.tensor(yn), torch.tensor(wn, requires_grad=True)
+  ty.mul_(tw)
+  (ty * ty).sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy())
+  np.testing.assert_allclose(y.numpy(), ty.detach().numpy())
