@@ -28,10 +28,13 @@ class EmptyReduceError(builtins.IndexError, ValueError): pass  # torch: IndexErr
 # or a view of one): a realize visits only these, not a model's weights
 all_tensors: dict[weakref.ref[Tensor], None] = {}
 _lazy_tensors: dict[weakref.ref[Tensor], None] = {}
+# the live tensors that were made requiring grad (a realize and backward look for leaves and params here, not among every live tensor)
+_grad_tensors: dict[weakref.ref[Tensor], None] = {}
 _MOVEMENT = GroupOp.Movement
 def _drop_tensor(ref:weakref.ref[Tensor]) -> None:
   all_tensors.pop(ref, None)
   _lazy_tensors.pop(ref, None)
+  _grad_tensors.pop(ref, None)
 def _track(ref:weakref.ref[Tensor], u:UOp) -> None:
   if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT or (s := u.src[0]).op is not Ops.BUFFER and (s.op not in _MOVEMENT or
                                                                                                        s.base.op is not Ops.BUFFER)):
@@ -123,7 +126,7 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
   if not becomes_map: return
   new_origins: dict[UOp, UOp] = {}
   if _grad_uops.data:
-    leaves = {t.uop for ref in list(all_tensors) if (t := ref()) is not None and t.is_leaf and t.requires_grad}
+    leaves = {t._uop for ref in list(_grad_tensors) if (t := ref()) is not None and t.is_leaf and t._requires_grad}
     cut, floats = [], []
     leaf_bufs = {becomes_map.get(k, k).base for k in leaves}
     for k, v in becomes_map.items():
@@ -330,7 +333,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     all_tensors[ref] = None
     _track(ref, uop)
     if requires_grad: self.requires_grad = True
-    elif self._requires_grad: _grad_uops[uop] = None
+    elif self._requires_grad:
+      _grad_uops[uop] = None
+      _grad_tensors[ref] = None
     self.grad: Tensor|None = None  # autograd fills this in
 
   # ***** properties *****
@@ -349,6 +354,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # set by the user, the tensor is a leaf again (backward fills its .grad)
     self._requires_grad, self.is_leaf = value, True
     if value:
+      _grad_tensors[self._ref] = None
       # a leaf needs an identity of its own: a graph with no buffer (Tensor.zeros ...) is hash-consed with every equal one, which
       # would then look like it requires grad too. So it is written into a new buffer of its own (lazily, at the first realize).
       if isinstance(dev := self.device, str) and all_int(self.shape) and not any(u.op is Ops.BUFFER for u in self._uop.toposort()):
@@ -2832,7 +2838,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if gradient is None and self.shape != (): raise ValueError(f"backward of a tensor of shape {self.shape} needs gradient= (only scalars imply 1)")
     root = _with_grad_origins(self.uop)
     in_graph = root.toposort()
-    params = [t for ref in list(all_tensors) if (t := ref()) is not None and t.requires_grad and dtypes.is_float(t.dtype) and t.uop in in_graph]
+    params = [t for ref in list(_grad_tensors) if (t := ref()) is not None and t._requires_grad and dtypes.is_float(t.dtype) and t._uop in in_graph]
     if not params: raise RuntimeError("backward: no tensor with requires_grad=True is used by this tensor")
     root_grad = Tensor(1.0, self.device, self.dtype) if gradient is None else gradient.cast(self.dtype)
     if root_grad.shape != self.shape: raise ValueError(f"gradient= has shape {root_grad.shape}, expected this tensor's shape {self.shape}")
