@@ -172,6 +172,18 @@ def test_read_assign_through_other_view(device):
   ta.copy_(torch.nn.functional.pad(ta[1:], (1, 0)).flip(0).clone())
   np.testing.assert_equal(a.numpy(), ta.numpy())
 
+def test_read_before_assign_and_after_in_one_kernel(device):
+  # old = a*3 is taken before the assign, a after it; one kernel reads both: the old value is copied before the ASSIGN overwrites it
+  a = Tensor(_vec()).contiguous().realize()
+  old = a * 3
+  a.assign(a * a + 1)
+  new = old * 10 + a
+  ta = torch.tensor(_vec())
+  told = ta * 3
+  ta.mul_(ta).add_(1)
+  np.testing.assert_allclose(new.numpy(), (told * 10 + ta).numpy())
+  np.testing.assert_allclose(a.numpy(), ta.numpy())
+
 # ***** more than 2**31 elements: index maths in int64, nothing big allocated *****
 
 def _kernels(t:Tensor) -> list:

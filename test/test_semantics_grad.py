@@ -324,3 +324,45 @@ def test_backward_through_an_in_place_update():
   ty = ty.add_(tx)
   (ty * ty).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+
+def test_gradient_needs_the_value_before_an_in_place_update():
+  # d(y*w)/dw is y's old value; (y*w)**2 reads the new one. One realize computes both: the old value is copied before the ASSIGN runs
+  yn, wn = [2.0, 2.0, 0.5], [2.0, 0.5, 1.0]
+  y, w = Tensor(yn).contiguous().realize(), Tensor(wn, requires_grad=True)
+  y *= w
+  (y * y).sum().backward()
+  ty, tw = torch.tensor(yn), torch.tensor(wn, requires_grad=True)
+  ty.mul_(tw)
+  (ty * ty).sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy())
+  np.testing.assert_allclose(y.numpy(), ty.detach().numpy())
+
+@pytest.mark.parametrize("op", ["+=", "*=", "setitem"])
+def test_in_place_on_a_leaf_that_requires_grad_raises(op):
+  def run(t):
+    if op == "+=": t += 1
+    elif op == "*=": t *= 2
+    else: t[0] = 5.0
+    return t
+  with pytest.raises(RuntimeError): run(torch.tensor([1.0, 2.0], requires_grad=True))
+  with pytest.raises(RuntimeError): run(Tensor([1.0, 2.0], requires_grad=True))
+  # under no_grad both change it (an optimizer's step); assign (tinygrad's API) works on a leaf too
+  with torch.no_grad(): want = run(torch.tensor([1.0, 2.0], requires_grad=True))
+  with Tensor.no_grad(): got = run(Tensor([1.0, 2.0], requires_grad=True))
+  assert got.tolist() == want.tolist() and got.requires_grad and got.is_leaf
+  assert Tensor([1.0, 2.0], requires_grad=True).assign(Tensor([3.0, 4.0])).tolist() == [3.0, 4.0]
+
+@pytest.mark.parametrize("then_add", [False, True])
+def test_gradient_after_an_in_place_update_was_realized(then_add):
+  # y *= x realized: y's buffer now holds y*x, but d(y*x)/dx is y's old value (copied before the ASSIGN ran), also after a later y += 1
+  x, y = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, 5.0]).contiguous().realize()
+  tx, ty = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0, 5.0])
+  y.assign(y * x).realize()
+  ty.mul_(tx)
+  if then_add:
+    y.assign(y + 1).realize()
+    ty.add_(1)
+  (y * y).sum().backward()
+  (ty * ty).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+  np.testing.assert_allclose(y.numpy(), ty.detach().numpy())

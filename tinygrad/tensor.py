@@ -28,10 +28,13 @@ class EmptyReduceError(builtins.IndexError, ValueError): pass  # torch: IndexErr
 # or a view of one): a realize visits only these, not a model's weights
 all_tensors: dict[weakref.ref[Tensor], None] = {}
 _lazy_tensors: dict[weakref.ref[Tensor], None] = {}
+# the live tensors that were made requiring grad (a realize and backward look for leaves and params here, not among every live tensor)
+_grad_tensors: dict[weakref.ref[Tensor], None] = {}
 _MOVEMENT = GroupOp.Movement
 def _drop_tensor(ref:weakref.ref[Tensor]) -> None:
   all_tensors.pop(ref, None)
   _lazy_tensors.pop(ref, None)
+  _grad_tensors.pop(ref, None)
 def _track(ref:weakref.ref[Tensor], u:UOp) -> None:
   if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT or (s := u.src[0]).op is not Ops.BUFFER and (s.op not in _MOVEMENT or
                                                                                                        s.base.op is not Ops.BUFFER)):
@@ -46,6 +49,8 @@ class _WeakKeys(weakref.WeakKeyDictionary[_K, _V]):
 _grad_uops: _WeakKeys[UOp, None] = _WeakKeys()
 _no_grad_uops: _WeakKeys[UOp, None] = _WeakKeys()
 _no_path_uops: _WeakKeys[UOp, None] = _WeakKeys()   # the same for paths of any dtype
+# buffers with a pending ASSIGN of a value that requires grad: the realize that runs it copies the old contents first, for the gradient
+_grad_assign_targets: _WeakKeys[UOp, None] = _WeakKeys()
 def _reaches_grad(u:UOp, floats_only:bool=True) -> bool:
   """Like PyTorch, a result requires grad when a float path not cut by DETACH reaches a tensor that requires grad (breadth first: the
   nearest tensors are usually the ones that decide). Backward looks further: through ints and bools too (x.sign() gets zeros)."""
@@ -119,11 +124,11 @@ def _with_grad_origins(root:UOp) -> UOp:
     else: new[u] = u.replace(src=tuple(new[s] for s in u.src)) if u.src else u
   return new[root]
 
-def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) -> None:
+def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0, snapshots:dict[UOp, UOp]|None=None) -> None:
   if not becomes_map: return
   new_origins: dict[UOp, UOp] = {}
   if _grad_uops.data:
-    leaves = {t.uop for ref in list(all_tensors) if (t := ref()) is not None and t.is_leaf and t.requires_grad}
+    leaves = {t._uop for ref in list(_grad_tensors) if (t := ref()) is not None and t.is_leaf and t._requires_grad}
     cut, floats = [], []
     leaf_bufs = {becomes_map.get(k, k).base for k in leaves}
     for k, v in becomes_map.items():
@@ -136,7 +141,10 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0) ->
         old = v.base.op is Ops.BUFFER and v.base.src[0].arg < first_new_buffer
         # (the old value is overwritten: the origin's value is the buffer's, its gradient k's with the buffer's value for its old one)
         k2 = k.src[1] if k.op is Ops.ASSIGN and k.src[1].shape == v.shape else k
-        new_origins[v] = v.detach() + ((k2 := k2.substitute({v: _grad_origin.get(v, v.detach())})) - k2.detach()) if old else k
+        k2 = k2.substitute({v: _grad_origin.get(v, v.detach())})
+        # (its derivatives read the old contents: the copy this realize made before the ASSIGN ran, where there is one)
+        if old and snapshots and (snap := snapshots.get(v.base)) is not None: k2 = k2.substitute({v.base: snap})
+        new_origins[v] = v.detach() + (k2 - k2.detach()) if old else k
         if _reaches_grad(k): floats.append(v)
     # a realize must not open a gradient path: x.detach() of a realized x stays a DETACH, not x's own buffer
     for k in cut:
@@ -330,7 +338,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     all_tensors[ref] = None
     _track(ref, uop)
     if requires_grad: self.requires_grad = True
-    elif self._requires_grad: _grad_uops[uop] = None
+    elif self._requires_grad:
+      _grad_uops[uop] = None
+      _grad_tensors[ref] = None
     self.grad: Tensor|None = None  # autograd fills this in
 
   # ***** properties *****
@@ -349,6 +359,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # set by the user, the tensor is a leaf again (backward fills its .grad)
     self._requires_grad, self.is_leaf = value, True
     if value:
+      _grad_tensors[self._ref] = None
       # a leaf needs an identity of its own: a graph with no buffer (Tensor.zeros ...) is hash-consed with every equal one, which
       # would then look like it requires grad too. So it is written into a new buffer of its own (lazily, at the first realize).
       if isinstance(dev := self.device, str) and all_int(self.shape) and not any(u.op is Ops.BUFFER for u in self._uop.toposort()):
@@ -396,8 +407,12 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def schedule_with_vars(self, *lst:Tensor) -> tuple[list, dict[UOp, int]]:
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
     first_new_buffer = next(_unique_counter)
-    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, (self._uop,)+tuple([t._uop for t in lst])))
-    _apply_map_to_tensors(becomes_map, first_new_buffer)
+    copies = [t.copy_to_device(t.device) for t in _grad_assign_targets.keys()] if _grad_assign_targets.data else []  # type: ignore[arg-type]
+    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, (self._uop,)+tuple([t._uop for t in lst])+tuple(copies)))
+    snapshots = {c.src[0]: becomes_map.pop(c).base for c in copies if c in becomes_map}
+    for k in becomes_map if copies else ():
+      if k.op is Ops.ASSIGN: _grad_assign_targets.pop(k.buf_uop, None)
+    _apply_map_to_tensors(becomes_map, first_new_buffer, snapshots)
     return schedule, var_vals
   def schedule(self, *lst:Tensor) -> list:
     schedule, var_vals = self.schedule_with_vars(*lst)
@@ -421,6 +436,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if x.device != self.device: raise ValueError(f"assign needs the same device, got {x.device} for a tensor on {self.device}")
     # a pending ASSIGN counts as realized: it writes into a buffer
     if not (self.uop.is_realized or self.uop.base.op is Ops.ASSIGN) or x.uop is self.uop: return self.replace(x)
+    if x.requires_grad and self.uop.base.op is Ops.BUFFER: _grad_assign_targets[self.uop.base] = None
     self.uop = self.uop.assign(x.uop)
     return self
   def detach(self) -> Tensor: return Tensor(self.uop.detach(), requires_grad=False)
@@ -778,19 +794,26 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def __abs__(self) -> Tensor: return self.abs()
 
   # in place: into the buffer when realized, else the tensor just becomes the result
-  def __iadd__(self, x:Any) -> Tensor: return self.assign(self.add(x))
-  def __isub__(self, x:Any) -> Tensor: return self.assign(self.sub(x))
-  def __imul__(self, x:Any) -> Tensor: return self.assign(self.mul(x))
-  def __itruediv__(self, x:Any) -> Tensor: return self.assign(self.div(x))
-  def __ifloordiv__(self, x:Any) -> Tensor: return self.assign(self.floordiv(x))
-  def __imod__(self, x:Any) -> Tensor: return self.assign(self.mod(x))
-  def __ipow__(self, x:Any) -> Tensor: return self.assign(self.pow(x))
-  def __iand__(self, x:Any) -> Tensor: return self.assign(self.bitwise_and(x))
-  def __ior__(self, x:Any) -> Tensor: return self.assign(self.bitwise_or(x))
-  def __ixor__(self, x:Any) -> Tensor: return self.assign(self.bitwise_xor(x))
-  def __ilshift__(self, x:Any) -> Tensor: return self.assign(self.lshift(x))
-  def __irshift__(self, x:Any) -> Tensor: return self.assign(self.rshift(x))
-  def __imatmul__(self, x:Tensor) -> Tensor: return self.assign(self.matmul(x))
+  def _check_inplace(self) -> None:
+    # like PyTorch: a leaf that requires grad is changed in place only under no_grad (an optimizer's step), its gradient would be lost
+    if self.is_leaf and self._requires_grad and not _TensorMeta._no_grad:
+      raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation; use no_grad() or assign()")
+  def _inplace(self, x:Tensor) -> Tensor:
+    self._check_inplace()
+    return self.assign(x)
+  def __iadd__(self, x:Any) -> Tensor: return self._inplace(self.add(x))
+  def __isub__(self, x:Any) -> Tensor: return self._inplace(self.sub(x))
+  def __imul__(self, x:Any) -> Tensor: return self._inplace(self.mul(x))
+  def __itruediv__(self, x:Any) -> Tensor: return self._inplace(self.div(x))
+  def __ifloordiv__(self, x:Any) -> Tensor: return self._inplace(self.floordiv(x))
+  def __imod__(self, x:Any) -> Tensor: return self._inplace(self.mod(x))
+  def __ipow__(self, x:Any) -> Tensor: return self._inplace(self.pow(x))
+  def __iand__(self, x:Any) -> Tensor: return self._inplace(self.bitwise_and(x))
+  def __ior__(self, x:Any) -> Tensor: return self._inplace(self.bitwise_or(x))
+  def __ixor__(self, x:Any) -> Tensor: return self._inplace(self.bitwise_xor(x))
+  def __ilshift__(self, x:Any) -> Tensor: return self._inplace(self.lshift(x))
+  def __irshift__(self, x:Any) -> Tensor: return self._inplace(self.rshift(x))
+  def __imatmul__(self, x:Tensor) -> Tensor: return self._inplace(self.matmul(x))
 
   def _shift(self, x:Any, reverse:bool, left:bool) -> Tensor:
     # torch's shifts: a count outside [0, bits) gives 0 (and -1 for a negative value shifted right); a left shift runs unsigned, where
@@ -1452,6 +1475,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def __setitem__(self, indices:Any, v:Any) -> None:
     """Write v (broadcast to the shape self[indices] has, cast to self's dtype) into the indexed elements. A realized self (or a view
     of a buffer) is written right away by an ASSIGN of a masked blend, so every view of the buffer sees it; a lazy self becomes the blend."""
+    self._check_inplace()
     idx, advanced = self._index_entries(indices)
     x, plan = self._basic_index(idx)
     target_shape = x._advanced_gather(advanced).shape if advanced else x.shape
@@ -2833,7 +2857,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if gradient is None and self.shape != (): raise ValueError(f"backward of a tensor of shape {self.shape} needs gradient= (only scalars imply 1)")
     root = _with_grad_origins(self.uop)
     in_graph = root.toposort()
-    params = [t for ref in list(all_tensors) if (t := ref()) is not None and t.requires_grad and dtypes.is_float(t.dtype) and t.uop in in_graph]
+    params = [t for ref in list(_grad_tensors) if (t := ref()) is not None and t._requires_grad and dtypes.is_float(t.dtype) and t._uop in in_graph]
     if not params: raise RuntimeError("backward: no tensor with requires_grad=True is used by this tensor")
     root_grad = Tensor(1.0, self.device, self.dtype) if gradient is None else gradient.cast(self.dtype)
     if root_grad.shape != self.shape: raise ValueError(f"gradient= has shape {root_grad.shape}, expected this tensor's shape {self.shape}")

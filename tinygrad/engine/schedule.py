@@ -6,7 +6,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, graph_rewrite_map, _argkey, _PLAIN_ARG, _unique_counter, buffers, _compute_st, _compute_device
 from tinygrad.device import Buffer
 from tinygrad.helpers import DEBUG, Metadata, SPLIT_REDUCEOPS, SCHEDULE_CACHE, PACKED_DOT_MIN, PACKED_CONV_MIN, CPU_THREADS
-from tinygrad.schedule.grouper import group_realizes, early_cleanup, SPLIT_REDUCE_MIN, EXPENSIVE_EXPAND, ROW_FUSE
+from tinygrad.schedule.grouper import group_realizes, old_reads_after_assign, early_cleanup, SPLIT_REDUCE_MIN, EXPENSIVE_EXPAND, ROW_FUSE
 from tinygrad.schedule.kernelize import KernelBuilder
 from tinygrad.schedule.packing import pack_operands, relayout_only_copies, merge_relayout_copies, read_padded_copies, replace_readers
 
@@ -167,6 +167,13 @@ def _plan(sink:UOp, pos:dict[UOp, int]) -> _Plan:
     cmap = {k: moved.get(v, v) for k, v in cmap.items()}
   clean = cmap[sink]
   realizes = group_realizes(clean)
+  # (a kernel that needs a buffer's old value and an ASSIGN's new one reads a copy of the old, made first; a round at a time as above)
+  for _ in range(64):
+    if not (stale_readers := old_reads_after_assign(realizes)): break
+    moved = graph_rewrite_map(clean, replace_readers, ctx=stale_readers, bottom_up=True)
+    cmap = {k: moved.get(v, v) for k, v in cmap.items()}
+    clean = moved[clean]
+    realizes = group_realizes(clean)
   # a buffer for every kernel output: ASSIGN writes into its target, the rest get new buffers
   buffer_of: dict[UOp, UOp] = {}
   replacement: dict[UOp, UOp] = {}
