@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """ResNet-18 kernel by kernel: each kernel the jit replays (its own run time, best of --runs, one thread) next to onnxruntime's per-node
 profile (SessionOptions.enable_profiling, one thread, best of --runs per node) in the same run, grouped by what the kernel or node computes.
+On a loaded machine a kernel's best of 10 can sit 10-20% above its best of 40 (the more it reads, the more): compare kernels by best and
+median over 40 or more runs.
   python3 extra/bench/bench_onnx_kernels.py [--runs N] [--top K]"""
 import argparse, json, os, pathlib, sys, tempfile, time
 sys.path[0] = str(pathlib.Path(__file__).resolve().parents[2])
@@ -25,7 +27,7 @@ def main():
   for _ in range(3): runner(feed)["out"].numpy()
   kernels = [k for jit in runner._jits.values() if jit is not None for ei in jit.jit_cache
              for k in (ei.prg.jit_cache if isinstance(ei.prg, GraphRunner) else [ei])]
-  best = [float("inf")] * len(kernels)
+  times: list[list[float]] = [[] for _ in kernels]
   opts = ort.SessionOptions()
   opts.intra_op_num_threads, opts.inter_op_num_threads, opts.enable_profiling = 1, 1, True
   opts.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
@@ -34,7 +36,7 @@ def main():
   ort_op: dict[str, str] = {}
   t_ort = float("inf")
   for _ in range(args.runs):
-    for i, ei in enumerate(kernels): best[i] = min(best[i], ei.run({}, wait=True) or 0.0)
+    for i, ei in enumerate(kernels): times[i].append(ei.run({}, wait=True) or 0.0)
     st = time.process_time()
     sess.run(None, feed)
     t_ort = min(t_ort, time.process_time() - st)
@@ -44,14 +46,15 @@ def main():
       node = e["name"][:-len("_kernel_time")]
       ort_best[node] = min(ort_best.get(node, float("inf")), e["dur"] * 1e-6)
       ort_op[node] = e["args"]["op_name"]
+  best, median = [min(t) for t in times], [float(np.median(t)) for t in times]
   sizes = [[b.size for b in ei.bufs if b is not None] for ei in kernels]
   names = [ei.prg.p.name if isinstance(ei.prg, CompiledRunner) else ei.prg.display_name for ei in kernels]
   ops = [ei.prg.p.estimates.ops if isinstance(ei.prg, CompiledRunner) else 0 for ei in kernels]
   print(f"tinygrad kernels: {len(kernels)}, sum {sum(best)*1e3:.2f} ms   onnxruntime nodes: {len(ort_best)}, "
         f"sum {sum(ort_best.values())*1e3:.2f} ms, whole run {t_ort*1e3:.2f} ms")
-  print(f"{'#':>3s} {'ms':>7s} {'GFLOPS':>7s}  kernel  [buffer sizes, output first]")
-  for i, (t, name, op, sz) in enumerate(zip(best, names, ops, sizes)):
-    print(f"{i:3d} {t*1e3:7.3f} {float(op)/max(t, 1e-9)*1e-9:7.1f}  {name}  {sz}")
+  print(f"{'#':>3s} {'ms':>7s} {'median':>7s} {'GFLOPS':>7s}  kernel  [buffer sizes, output first]")
+  for i, (t, med, name, op, sz) in enumerate(zip(best, median, names, ops, sizes)):
+    print(f"{i:3d} {t*1e3:7.3f} {med*1e3:7.3f} {float(op)/max(t, 1e-9)*1e-9:7.1f}  {name}  {sz}")
   # reduces with a weight (convs, the gemm), the other reduces (pools, means), elementwise copies
   kinds = {"conv/gemm": 0.0, "pool/mean": 0.0, "copy/elementwise": 0.0}
   for t, name, sz in zip(best, names, sizes):
