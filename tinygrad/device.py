@@ -85,7 +85,7 @@ class Buffer:
   writes: int = 0
   escaped: bool = False
   packs: dict|None = None
-  def written(self) -> None: self.base.writes += 1
+  def written(self) -> None: (self._base or self).writes += 1   # (the base, without the property: once per buffer a kernel writes)
   def __init__(self, device:str, size:int, dtype:DType, opaque:Any=None, options:BufferSpec|None=None, initial_value:bytes|None=None,
                lb_refcount:int=0, base:Buffer|None=None, offset:int=0, preallocate:bool=False):
     if isinstance(dtype, ImageDType): options = replace(options or BufferSpec(), image=dtype)
@@ -231,7 +231,7 @@ class LRUAllocator(Allocator[T]):
       opaques.clear()
   def free(self, opaque:T, size:int, options:BufferSpec|None=None) -> None:
     if (options is None or options is _NO_SPEC) and LRU.value: self.cache[(size, None)].append(opaque)
-    elif LRU and options is not None and not options.nolru and options.external_ptr is None: self.cache[(size, options)].append(opaque)
+    elif LRU.value and options is not None and not options.nolru and options.external_ptr is None: self.cache[(size, options)].append(opaque)
     else: super().free(opaque, size, options)
 
 _HUGE, _HUGE_OK = 2 << 20, hasattr(mmap, "MADV_HUGEPAGE")   # (Linux only)
