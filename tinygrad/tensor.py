@@ -162,7 +162,11 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0, sn
   lazy = []
   for ref in list(_lazy_tensors):
     if (t := ref()) is None: continue
-    if (realized := becomes_map.get(t._uop)) is not None: t.uop = realized
+    if (realized := becomes_map.get(t._uop)) is not None:
+      # (the uop setter inlined: a realized node is a buffer or a view of one, no longer lazy)
+      t._uop = realized
+      _track(ref, realized)
+      if t._requires_grad: _grad_uops[realized] = None
     else: lazy.append(t)
   if not lazy: return
   old_sink = UOp.sink(*[t.uop for t in lazy])
@@ -302,7 +306,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if dt is not None and dt != data.dtype: raise ValueError(f"Tensor of a UOp of dtype {data.dtype} can't take dtype {dt}; cast it instead")
       if device is not None and _canonical(device) != data.device:
         raise ValueError(f"Tensor of a UOp on {data.device} can't be put on {device}; use .to()")
-      uop = view if data.op in GroupOp.Movement and (view := _kernelless_view(data)) is not None else data
+      # (only a movement of a buffer or of a view of one may be kernelless: a graph's movements are not)
+      uop = view if data.op in GroupOp.Movement and ((s := data.src[0].op) is Ops.BUFFER or s in GroupOp.Movement) and \
+        (view := _kernelless_view(data)) is not None else data
     elif isinstance(data, Tensor):
       uop = data.uop.cast(dt) if dt is not None else data.uop
       if device is not None and (dev := _canonical(device)) != uop.device:
@@ -408,8 +414,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
     first_new_buffer = next(_unique_counter)
     copies = [t.copy_to_device(t.device) for t in _grad_assign_targets.keys()] if _grad_assign_targets.data else []  # type: ignore[arg-type]
-    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, (self._uop,)+tuple([t._uop for t in lst])+tuple(copies)))
-    snapshots = {c.src[0]: becomes_map.pop(c).base for c in copies if c in becomes_map}
+    roots = (self._uop,)+tuple([t._uop for t in lst])+tuple(copies) if lst or copies else (self._uop,)
+    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, roots))
+    snapshots = {c.src[0]: becomes_map.pop(c).base for c in copies if c in becomes_map} if copies else None
     for k in becomes_map if copies else ():
       if k.op is Ops.ASSIGN: _grad_assign_targets.pop(k.buf_uop, None)
     _apply_map_to_tensors(becomes_map, first_new_buffer, snapshots)
@@ -2882,14 +2889,19 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     out_dt = least_upper_dtype(xu.dtype, wu.dtype)
     one = (1,)*min(len(xs)-1, len(ws)-1, 1)
     # x: (..., n, 1, k) times wt: (..., 1, m, k), batch dims broadcasting, summed over k
-    x = xu.reshape(xs[:-1] + one + xs[-1:]).cast(out_dt)
+    x = xu.reshape(xs[:-1] + one + xs[-1:])
     order = list(range(len(ws[:-2] + one) + nw))
     order[-1], order[-nw] = order[-nw], order[-1]
-    wt = wu.reshape(ws[:-2] + one + ws[-nw:]).permute(tuple(order)).cast(out_dt)
+    wt = wu.reshape(ws[:-2] + one + ws[-nw:]).permute(tuple(order))
+    # (the usual case, one dtype, casts nothing: no call)
+    if xu.dtype is not out_dt: x = x.cast(out_dt)
+    if wu.dtype is not out_dt: wt = wt.cast(out_dt)
     # (the same batch dims, none the usual: (..., n, m, k) without the general broadcast)
     shape = xs[:-1] + (ws[-1], xs[-1]) if one and xs[:-2] == ws[:-2] else _broadcast_shape("mul", x.shape, wt.shape)
-    prod_ = _uop_broadcast(x, shape).alu(Ops.MUL, _uop_broadcast(wt, shape)).cast(sum_acc_dtype(out_dt))
-    return Tensor(prod_.r(Ops.ADD, (len(shape)-1,)).reshape(shape[:-1]).cast(out_dt))
+    prod_ = _uop_broadcast(x, shape).alu(Ops.MUL, _uop_broadcast(wt, shape))
+    if (acc_dt := sum_acc_dtype(out_dt)) is not out_dt: prod_ = prod_.cast(acc_dt)
+    out = prod_.r(Ops.ADD, (len(shape)-1,)).reshape(shape[:-1])
+    return Tensor(out if acc_dt is out_dt else out.cast(out_dt))
   def matmul(self, x:Tensor, reverse:bool=False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
   def linear(self, weight:Tensor, bias:Tensor|None=None) -> Tensor:
     """self @ weight + bias, with weight of shape (in, out); a 1-D weight scales elementwise."""

@@ -7,7 +7,7 @@ from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.device import Device, Buffer, Program
 from tinygrad.helpers import DEBUG, BEAM, PACK_REUSE, GlobalCounters, colored, ansilen, Metadata, program_flags, getenv, temp
 from tinygrad.renderer import Renderer, ProgramSpec, Estimates
-from tinygrad.engine.schedule import ScheduleItem
+from tinygrad.engine.schedule import ScheduleItem, schedule_item
 from tinygrad.codegen.program import get_program, program_key, load_program, save_program
 from tinygrad.engine.cross import cross_compile
 __all__ = ["Runner", "CompiledRunner", "ExecItem", "BufferCopy", "get_program", "lower_schedule", "run_schedule"]
@@ -175,12 +175,12 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[UOp, int]|None=None,
   opened = Device._opened   # (an open device by its name without a Python call; Device[] opens the others)
   swap: dict[Buffer, Buffer] = {}   # a pack item's output -> the cached copy the later items read instead
   for si in schedule:
-    # (ScheduleItem(...) over dataclasses.replace, a list over a generator: a packed GEMM's reused pack takes this path on every call)
-    if swap: si = ScheduleItem(si.ast, tuple([swap.get(b, b) for b in si.bufs]), si.metadata, si.var_vals, si.pack)
+    # (schedule_item(...) over dataclasses.replace, a list over a generator: a packed GEMM's reused pack takes this path on every call)
+    if swap: si = schedule_item(si.ast, tuple([swap.get(b, b) for b in si.bufs]), si.metadata, si.var_vals, si.pack)
     if (pending := _cached_pack(si) if si.pack and not capturing and PACK_REUSE.value else None) is not None:
       swap[si.bufs[0]] = pending[0][1]
       if pending[1] < 0: continue
-      si = ScheduleItem(si.ast, (pending[0][1],) + si.bufs[1:], si.metadata, si.var_vals, si.pack)
+      si = schedule_item(si.ast, (pending[0][1],) + si.bufs[1:], si.metadata, si.var_vals, si.pack)
     if flags is not None and si.ast.op is Ops.SINK and \
        (prg := method_cache.get((dev := si.bufs[0].device, si.ast, (opened.get(dev) or Device[dev]).renderer, flags))) is not None:
       vv = {**var_vals, **si.var_vals} if var_vals and si.var_vals else si.var_vals or var_vals or {}

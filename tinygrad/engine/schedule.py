@@ -18,6 +18,14 @@ class ScheduleItem:
   var_vals: dict[UOp, int] = field(default_factory=dict)
   pack: bool = False              # a relayout copy of an input into a buffer only this schedule reads: run_schedule may reuse an earlier one
 
+_new = object.__new__
+def schedule_item(ast:UOp, bufs:tuple, metadata:tuple, var_vals:dict[UOp, int], pack:bool) -> ScheduleItem:
+  """ScheduleItem(...) without the frozen dataclass's __init__ (a Python call that sets each field through object.__setattr__): the items of
+  every realize are made here"""
+  si = _new(ScheduleItem)
+  si.__dict__.update(ast=ast, bufs=bufs, metadata=metadata, var_vals=var_vals, pack=pack)
+  return si
+
 @dataclass
 class _Plan:
   """A schedule as the scheduler makes it, on stand-ins for the graph's input buffers and on output buffers that hold no memory."""
@@ -145,7 +153,7 @@ def create_schedule_with_vars(sink:UOp) -> tuple[list[ScheduleItem], dict[UOp, i
       if b is not None: buffers[u] = b
   if DEBUG.value >= 3: print(f"scheduled {len(plan.items)} items")
   get = slots.__getitem__
-  schedule = [ScheduleItem(ast if ast.op is not Ops.COPY else ast.substitute(real), tuple(map(get, ix)), var_vals=vv, pack=pk)
+  schedule = [schedule_item(ast if ast.op is not Ops.COPY else ast.substitute(real), tuple(map(get, ix)), (), vv, pk)
               for (ast, _, vv), ix, pk in zip(plan.items, plan.item_slots, plan.packs)]
   for u in plan.rebuild:
     if u not in real:
