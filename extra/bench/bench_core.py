@@ -198,20 +198,25 @@ def one_thread():
   from tinygrad.engine.realize import lower_schedule
   torch.set_num_threads(1)
   pt, reps = time.process_time, (5 if QUICK else 11)
-  def cpu(f) -> float:
-    ts = []
-    for _ in range(reps):
-      st = pt()
-      f()
-      ts.append(pt() - st)
-    return statistics.median(sorted(ts)[:max(1, reps // 2)])
-  def kernels_only(make) -> float:
+  def cpu(*fs) -> list[float]:
+    # the sides of a row in turns (the order rotating), so that a loaded machine's slow spells fall on every side alike, not on whichever was
+    # timed then (timed one after the other, a row's ratio swung 0.7x-1.05x between runs). Each side's timed call follows an untimed one of
+    # its own: its inputs are as warm in cache as when it runs alone, whatever the other sides read before it
+    ts: list[list[float]] = [[] for _ in fs]
+    for r in range(reps):
+      for i in range(len(fs)):
+        (f := fs[j := (i + r) % len(fs)])()
+        st = pt()
+        f()
+        ts[j].append(pt() - st)
+    return [statistics.median(sorted(t)[:max(1, reps // 2)]) for t in ts]
+  def kernels_only(make):
     eis = [ei for _, ei in lower_schedule(make().schedule())]
     for ei in eis: ei.bufs = [b.ensure_allocated() for b in ei.bufs]
     def run():
       for ei in eis: ei.run()
     run()
-    return cpu(run)
+    return run
   rng = np.random.default_rng(0)
   shape = (1024, 1024) if QUICK else (4096, 1024)
   xn, yn = rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)
@@ -235,26 +240,26 @@ def one_thread():
     print(f"| {name:18s} | {e2e*1e3:6.2f} ms | {kern*1e3:6.2f} ms | {ref*1e3:6.2f} ms {ref_name:5s} | {ref/e2e:8.2f}x | {ref/kern:11.2f}x |")
   for name, ours, ref in rows:
     ours().realize()
-    line(name, cpu(lambda: ours().realize()), kernels_only(ours), cpu(ref), "torch")
+    line(name, *cpu(lambda: ours().realize(), kernels_only(ours), ref), "torch")
     if TORCH_COMPILE and name == "gelu(x)*2+1":   # the fused chain against Inductor's generated C++ (its first compile is slow)
       try:
         cf = torch.compile(lambda v: F.gelu(v, approximate="tanh")*2+1)
         st = time.perf_counter()
         cf(xt)
         print(f"| {'  torch.compile':18s} | first call (compile) {time.perf_counter() - st:.1f} s")
-        line("  vs torch.compile", cpu(lambda: ours().realize()), kernels_only(ours), cpu(lambda: cf(xt)), "comp")
+        line("  vs torch.compile", *cpu(lambda: ours().realize(), kernels_only(ours), lambda: cf(xt)), "comp")
       except Exception as e: print(f"torch.compile failed: {type(e).__name__}: {e}")
   for n in ((128, 256) if QUICK else (256, 512)):
     an, bn = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
     a, b = Tensor(an).realize(), Tensor(bn).realize()
     (a @ b).realize()
-    line(f"matmul {n}", cpu(lambda: (a @ b).realize()), kernels_only(lambda: a @ b), cpu(lambda: an @ bn), "numpy")
+    line(f"matmul {n}", *cpu(lambda: (a @ b).realize(), kernels_only(lambda: a @ b), lambda: an @ bn), "numpy")
   # the Python around a kernel: small graphs seen before, per call
   s = [Tensor(rng.standard_normal((16, 16), dtype=np.float32)).realize() for _ in range(3)]
   small = [("a*b+c 16x16", lambda: (s[0]*s[1]+s[2]).realize()), ("sum 256", lambda: s[0].sum().realize()),
            ("matmul 16x16", lambda: (s[0]@s[1]).realize())]
   print("\nper call, graphs seen before (schedule cache hit, kernels compiled): " + ", ".join(
-    f"{name} {statistics.median([cpu(lambda: [f() for _ in range(100)]) for _ in range(3)])*1e4:.0f} us" for name, f in small))
+    f"{name} {cpu(lambda: [f() for _ in range(100)])[0]*1e4:.0f} us" for name, f in small))
 
 def end_to_end():
   """GEMM 256 and 512 as a user writes them: (a @ b) built anew on every call, scheduled (plan cache hit), run, and .realize()d or read back
@@ -262,15 +267,16 @@ def end_to_end():
   faster half (what a call costs when no other process takes the core). Kernel only: the same kernel run without the Python around it."""
   from tinygrad.engine.realize import lower_schedule
   clock = time.process_time if "--one-thread" in sys.argv else time.perf_counter
-  def per_call(f, n) -> tuple[float, float]:
-    f()
-    ts = []
-    for _ in range(n):
-      st = clock()
-      f()
-      ts.append(clock() - st)
-    ts.sort()
-    return statistics.median(ts), statistics.median(ts[:len(ts)//2])
+  def per_call(fs, n) -> list[tuple[float, float]]:
+    # in turns, each timed call after an untimed one of its own, as in --one-thread's rows
+    ts: list[list[float]] = [[] for _ in fs]
+    for r in range(n):
+      for i in range(len(fs)):
+        (f := fs[j := (i + r) % len(fs)])()
+        st = clock()
+        f()
+        ts[j].append(clock() - st)
+    return [(statistics.median(t), statistics.median(sorted(t)[:len(t)//2])) for t in ts]
   rng = np.random.default_rng(0)
   print(f"end to end, {'one thread, process CPU time' if clock is time.process_time else f'{_threads()} threads, wall time'}, us per call "
         "(median / median of the faster half); ratio = numpy time / ours (>1: ours faster)")
@@ -284,14 +290,14 @@ def end_to_end():
     eis = [ei for _, ei in lower_schedule((a @ b).schedule())]
     for ei in eis: ei.bufs = [x.ensure_allocated() for x in ei.bufs]
     calls = (400 if n == 256 else 100) // (4 if QUICK else 1)
-    r, nu, k, ref = (per_call(f, calls) for f in (lambda: (a @ b).realize(), lambda: (a @ b).numpy(), lambda: [ei.run() for ei in eis],
-                                                 lambda: an @ bn))
+    r, nu, k, ref = per_call((lambda: (a @ b).realize(), lambda: (a @ b).numpy(), lambda: [ei.run() for ei in eis], lambda: an @ bn), calls)
     print(f"| {f'matmul {n}':12s} | " + " | ".join(f"{m*1e6:7.0f} / {f*1e6:7.0f}" for m, f in (r, nu, k, ref)) +
           f" | {ref[0]/r[0]:6.2f}x | {ref[0]/nu[0]:6.2f}x |")
   s = [Tensor(rng.standard_normal((16, 16), dtype=np.float32)).realize() for _ in range(3)]
   small = [("a*b+c 16x16", lambda: (s[0]*s[1]+s[2]).realize()), ("relu 16x16", lambda: s[0].relu().realize()),
            ("sum 16x16", lambda: s[0].sum().realize()), ("matmul 16x16", lambda: (s[0]@s[1]).realize())]
-  print("the Python around a kernel, graphs seen before, us per call: " + ", ".join(f"{name} {per_call(f, 500)[0]*1e6:.0f}" for name, f in small))
+  print("the Python around a kernel, graphs seen before, us per call: " +
+        ", ".join(f"{name} {per_call((f,), 500)[0][0]*1e6:.0f}" for name, f in small))
   # the same as counts that no other process changes: Python bytecodes run and Python functions entered per call (a loaded machine's timings
   # swing 2-3x; these don't)
   print("the same in bytecodes / Python calls per call: " + ", ".join(f"{name} {b:.0f} / {c:.0f}" for name, f in small for b, c in [_py_work(f)]))
