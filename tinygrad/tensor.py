@@ -1533,7 +1533,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def _reduce(self, op:Ops, axis:int|Sequence[int]|None=None, keepdim:bool=False, name:str="reduce") -> Tensor:
     axes = self._reduce_axes(axis, name)
     ret = (u := self._uop).r(op, axes)
-    return Tensor(ret if keepdim else ret.reshape(tuple([s for i, s in enumerate(u.shape) if i not in axes])))
+    if keepdim: return Tensor(ret)
+    # (a reduce over every dim, x.sum() and the like, is a scalar: no walk over the shape)
+    return Tensor(ret.reshape(() if len(axes) == len(shape := u.shape) else tuple([s for i, s in enumerate(shape) if i not in axes])))
   def _check_nonempty(self, name:str, axis:int|Sequence[int]|None) -> None:
     if any(resolve(self.shape[a] == 0) for a in self._reduce_axes(axis, name)):
       raise EmptyReduceError(f"{name} of a tensor of shape {self.shape} over axis {axis}: a dim of size 0 has no {name}")

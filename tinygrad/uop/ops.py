@@ -377,7 +377,7 @@ def _compute_st(u:UOp):
     return _contiguous_st(()) if u.src and u.src[0].op is Ops.DEVICE else None
   if op in (Ops.LOAD, Ops.VALID): return next((s.st for s in u.src if s.op is Ops.VIEW), None)
   if op is Ops.COPY: return _contiguous_st(u.src[0].shape)
-  if op is Ops.REDUCE_AXIS: return _contiguous_st(u.src[0].st.reduce(u.axis_arg))
+  if op is Ops.REDUCE_AXIS: return _contiguous_st(u.src[0].st.reduce(u.arg[1]))
   if op in (Ops.ASSIGN, Ops.CONTIGUOUS, Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.FUSE):
     if (src_st := next((st for s in u.src if (st := s.st) is not None), None)) is None: return None
     return src_st if op is Ops.ASSIGN else _contiguous_st(src_st.shape)
