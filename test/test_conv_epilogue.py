@@ -151,3 +151,34 @@ def test_residual_conv_gets_its_peers_tile_and_reads_the_residual_once_per_outpu
   tx = conv(t(x0n), t(w0n), t(b0n), padding=1).relu()
   tz = (conv(conv(tx, t(w1n), t(b1n), padding=1).relu(), t(w2n), t(b2n), padding=1) + tx).relu()
   np.testing.assert_allclose(got, conv(tz, t(w3n), padding=1).numpy(), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("channels,size,panels_inside", [(64, 56, True), (128, 28, False)])
+def test_conv_panel_loop_goes_inside_when_its_weight_fits_half_of_l2(monkeypatch, channels, size, panels_inside):
+  # posing as a Zen 3 (16 AVX2 registers, 8 FMA chains, 512 KB L2): a 64-channel 3x3 conv's packed weight (147 KB, 36 KB panels that stream
+  # from L2 anyway) fits half of L2, so its panel loop goes inside the output positions' loops; a 128-channel one's (590 KB) doesn't
+  import dataclasses
+  from tinygrad.engine.realize import get_program
+  from tinygrad.helpers import SCHEDULE_CACHE
+  from tinygrad.opt.kernel import Kernel, OptOps
+  from tinygrad.opt.heuristic import hand_coded_optimizations
+  from tinygrad.runtime.support.cpu_model import PROFILES
+  ren, m = Device["CPU"].renderer, dataclasses.replace(PROFILES["avx2-1fma"], fma_chains=8, l2=512 * 1024)
+  monkeypatch.setattr(ren, "machine", m)
+  monkeypatch.setattr(ren, "simd_bytes", m.simd_bytes)
+  monkeypatch.setattr(SCHEDULE_CACHE, "value", 0)
+  xn, wn, bn = _data((1, channels, size, size), (channels, channels, 3, 3), (channels,), seed=4)
+  wn /= np.float32(np.sqrt(channels * 9))
+  x, w, b = (Tensor(a, device="CPU").realize() for a in (xn, wn, bn))
+  out = (x.conv2d(w.pack_conv_weight().realize(), b, padding=1) + x).relu()
+  sched = out.schedule()
+  conv = [si for si in sched if si.ast.op is Ops.SINK][_reduces(sched)[0]]
+  opts = [o for o in hand_coded_optimizations(Kernel(conv.ast, ren)) if o.op is not OptOps.THREAD]
+  uops = get_program(conv.ast, ren, opts).uops
+  assert uops is not None
+  bounds = [u.src[0].arg for u in uops if u.op is Ops.RANGE]
+  # the panel loop: output channels / the tile's 16 lanes; the output rows' loop: the output's height
+  assert (bounds.index(channels // 16) > bounds.index(size)) == panels_inside
+  assert any(o.op is OptOps.SWAP for o in opts) == panels_inside
+  run_schedule(sched)
+  ref = (torch.nn.functional.conv2d(*map(torch.tensor, (xn, wn, bn)), padding=1) + torch.tensor(xn)).relu()
+  np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)

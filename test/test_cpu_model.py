@@ -60,11 +60,15 @@ def test_register_tile_fits_the_register_file(m):
 
 def test_conv_register_tile_leaves_room_for_its_taps():
   # a 3x3 conv's window row unrolls whole: its 3 taps' weight vectors are loaded together, so 16 AVX2 registers (8 chains: 2 FMA pipes x 4
-  # cycles) take 4 rows x 16 lanes of a 56-wide output, and of a 14- or 7-wide one 7 rows x 8 lanes (14 x 8 spilled; short of 8 chains,
-  # the most chains, not 2 x 16's better reuse)
+  # cycles) take 4 rows x 16 lanes of a 56-wide output. Of a 14-wide one, short of 8 chains that way, 2 rows x 32 lanes with one tap's
+  # vectors live at a time (8 chains, more FMAs per load than 7 x 8; not 14 x 8, which leaves no register to spare and spilled); a 7-wide
+  # one has no such tile and takes the most chains, 7 rows x 8 lanes
   m = dataclasses.replace(PROFILES["avx2-1fma"], fma_chains=8)
   assert _register_tile(m, 8, 32, 56, 64, 3) == (4, 16)
-  assert _register_tile(m, 8, 32, 14, 256, 3) == (7, 8) and _register_tile(m, 8, 32, 7, 512, 3) == (7, 8)
+  assert _register_tile(m, 8, 32, 14, 256, 3) == (2, 32) and _register_tile(m, 8, 32, 7, 512, 3) == (7, 8)
+  # 10 chains: still 2 x 32 (14 x 8 has the chains but no register to spare); AVX-512's 32 registers hold every tap's vectors as before
+  assert _register_tile(PROFILES["avx2-2fma"], 8, 32, 14, 256, 3) == (2, 32)
+  assert _register_tile(PROFILES["avx512-2fma"], 16, 64, 14, 256, 3) == (7, 32)
 
 # ***** correctness: the heuristics of each machine profile, applied on CPU and PYTHON, against the unoptimized kernel *****
 
