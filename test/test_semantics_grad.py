@@ -501,3 +501,21 @@ def test_gradient_through_chains_of_in_place_updates(steps, nonleaf):
     (y * y).sum().backward()
     return [x.grad.numpy() if x.grad is not None else np.zeros(3), w.grad.numpy() if w.grad is not None else np.zeros(3), y.detach().numpy()]
   for g, t in zip(run(Tensor), run(torch)): np.testing.assert_allclose(g, t, rtol=1e-5)
+
+def test_realized_value_keeps_its_gradient_after_a_buffer_it_read_is_updated():
+  # z = y*x realized keeps its graph for backward (its origin), which reads y's buffer; y's update (no grad) runs later: the origin reads a
+  # copy of the old contents (torch raises here; the mathematically right gradient is 2*y_old**2*x)
+  x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  y = Tensor([2.0, 3.0, 4.0]).contiguous().realize()
+  z = (y * x).realize()
+  y.assign(y * y + 1).realize()
+  (z * z).sum().backward()
+  tx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+  tz = torch.tensor([2.0, 3.0, 4.0]) * tx
+  (tz * tz).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+  assert y.tolist() == [5.0, 10.0, 17.0]
+  # z's graph reads that copy from now on: another update of y changes nothing for it
+  y.assign(y * 0).realize()
+  (z * z).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), 2 * tx.grad.numpy())

@@ -60,28 +60,50 @@ _assign_targets: _WeakKeys[UOp, weakref.ref[UOp]] = _WeakKeys()
 _consumed: _WeakKeys[UOp, None] = _WeakKeys()
 _modified: _WeakKeys[UOp, None] = _WeakKeys()   # realized nodes whose gradient graph reads a buffer overwritten since
 
+def _reads(roots:list[UOp], targets:set[UOp], skip:set[UOp]) -> set[UOp]:
+  """The nodes under roots that read one of targets (targets included), not looking into targets or skip. (A loop without a call per node:
+  a realize that runs an ASSIGN walks every live lazy graph with it.)"""
+  old: set[UOp] = set()
+  seen: set[UOp] = set()
+  stack = [(r, False) for r in roots]
+  while stack:
+    u, done = stack.pop()
+    if done:
+      if not old.isdisjoint(u.src): old.add(u)
+    elif u not in seen:
+      seen.add(u)
+      if u in targets: old.add(u)
+      elif u not in skip:
+        stack.append((u, True))
+        for s in u.src:
+          if s not in seen: stack.append((s, False))
+  return old
+
 def _old_readers(roots:list[UOp]) -> tuple[set[UOp], list[Tensor], set[UOp], list[Tensor], list[UOp]]:
   """The ASSIGNs a realize of roots runs; the other live lazy tensors whose graphs read the old contents of a buffer one overwrites (like
   PyTorch's eager ops they keep the value from before the update: `keep = y*1; y += 1` leaves keep as it was), which the same schedule
   realizes, before the ASSIGN; the buffers whose old contents a gradient still needs (copied before the ASSIGN runs); and the gradient
   readers and origins that read others but were consumed by a backward (marked modified instead)."""
-  assigns = {u for u in UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort() if u.op is Ops.ASSIGN}
+  assigns: set[UOp] = set()
+  seen, stack = set(roots), list(roots)
+  while stack:
+    if (u := stack.pop()).op is Ops.ASSIGN: assigns.add(u)
+    for s in u.src:
+      if s not in seen: seen.add(s); stack.append(s)
   in_roots, readers, snap_bufs = set(roots), [], set()
   consumed: list[tuple[Tensor|UOp, set[UOp]]] = []
-  def not_run(u:UOp) -> bool: return u not in assigns   # (an ASSIGN this realize runs is its buffer's new value afterwards)
   while assigns:
-    # (an ASSIGN that a later one into the same buffer overwrites in this realize is not its buffer afterwards either)
+    # an ASSIGN this realize runs is its buffer's new value afterwards (not looked into); one that a later ASSIGN into the same buffer
+    # overwrites in this realize is not, and is read like the buffer's old contents
     targets = {a.buf_uop for a in assigns} | {b for a in assigns if (b := a.src[0].base).op is Ops.ASSIGN}
     lazy = [t for ref in list(_lazy_tensors) if (t := ref()) is not None and t._uop not in in_roots]
-    old: dict[UOp, None] = {}
-    for u in UOp(Ops.SINK, dtypes.void, tuple(t._uop for t in lazy)).toposort(lambda u: u not in assigns or u in targets):
-      if u in targets or any(s in old for s in u.src): old[u] = None
+    old = _reads([t._uop for t in lazy], targets, assigns)
     if not (new := [t for t in lazy if t._uop in old]): break
     readers += new
     in_roots.update(t._uop for t in new)
     for t in new:
       if not t._requires_grad: continue
-      bufs = {u for u in t._uop.toposort(not_run) if u in targets}
+      bufs = _reads([t._uop], targets, assigns) & targets
       if t._uop in _consumed: consumed.append((t, bufs))
       else: snap_bufs |= bufs
     # a reader's own pending ASSIGNs run too: their buffers' old readers are looked for in another round
@@ -90,7 +112,7 @@ def _old_readers(roots:list[UOp]) -> tuple[set[UOp], list[Tensor], set[UOp], lis
   if assigns and _grad_origin.data:
     targets = {a.buf_uop for a in assigns}
     for k, o in list(_grad_origin.items()):
-      if not (bufs := {u for u in o.toposort(not_run) if u in targets}): continue
+      if not (bufs := _reads([o], targets, assigns) & targets): continue
       if k in _consumed: consumed.append((k, bufs))
       else: snap_bufs |= bufs
   stale = [x for x, bufs in consumed if not bufs <= snap_bufs]
@@ -476,23 +498,26 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     roots, copies = [self._uop] + [t._uop for t in lst], []
     stale_readers: list[Tensor] = []
     # (an ASSIGN dropped unrealized leaves its entry: gone, it keeps no realize looking)
-    for b in [b for b, latest in _assign_targets.items() if latest() is None] if _assign_targets.data else (): _assign_targets.pop(b, None)
-    if _assign_targets.data:
+    # (the dicts under the weak ones, keyed by weak references: WeakKeyDictionary's own methods are Python calls, a few per ASSIGN)
+    targets = _assign_targets.data
+    for r in [r for r, latest in targets.items() if latest() is None] if targets else (): del targets[r]
+    if targets:
       assigns, readers, snap_bufs, stale_readers, stale_origins = _old_readers(roots)
-      roots += [t._uop for t in readers]
-      _modified.update((k, None) for k in stale_origins)
-      # a buffer whose old contents a gradient needs is copied before its ASSIGN runs
-      snap_bufs.update(b for a in assigns if (b := a.buf_uop) in _grad_assign_targets)
-      copies = [b.copy_to_device(b.device) for b in snap_bufs]  # type: ignore[arg-type]
+      if readers: roots += [t._uop for t in readers]
+      if stale_origins: _modified.update((k, None) for k in stale_origins)
       for a in assigns:
+        r = weakref.ref(b := a.buf_uop)
+        # a buffer whose old contents a gradient needs is copied before its ASSIGN runs
+        if r in _grad_assign_targets.data: snap_bufs.add(b)
         # (a later ASSIGN into the same buffer, still pending, keeps it registered)
-        if (latest := _assign_targets.get(b := a.buf_uop)) is None or (last := latest()) is None or last is a:
-          _assign_targets.pop(b, None)
-          _grad_assign_targets.pop(b, None)
+        if (latest := targets.get(r)) is None or (last := latest()) is None or last is a:
+          targets.pop(r, None)
+          _grad_assign_targets.data.pop(r, None)
+      if snap_bufs: copies = [b.copy_to_device(b.device) for b in snap_bufs]  # type: ignore[arg-type]
     schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, tuple(roots+copies)))
     snapshots = {c.src[0]: becomes_map.pop(c).base for c in copies if c in becomes_map}
     _apply_map_to_tensors(becomes_map, first_new_buffer, snapshots)
-    _modified.update((t._uop, None) for t in stale_readers)
+    if stale_readers: _modified.update((t._uop, None) for t in stale_readers)
     return schedule, var_vals
   def schedule(self, *lst:Tensor) -> list:
     schedule, var_vals = self.schedule_with_vars(*lst)
