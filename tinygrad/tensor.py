@@ -169,6 +169,12 @@ class _NoGrad(contextlib.ContextDecorator):
 # buffer, backward follows the graph (weak: it goes when no graph uses the buffer)
 _grad_origin: _WeakKeys[UOp, UOp] = _WeakKeys()
 
+def _self_marker(v:UOp) -> UOp:
+  # what an origin holds for its own node's current value: v itself there would keep v (and its buffer) alive in the weak dict forever
+  return UOp(Ops.BUFFER, v.dtype, (UOp(Ops.UNIQUE, arg=-(1 << 62)), UOp(Ops.DEVICE, arg=v.device)), prod(v.shape)).reshape(v.shape)
+def _origin_of(u:UOp) -> UOp|None:
+  return None if (o := _grad_origin.get(u)) is None else o.substitute({_self_marker(u): u.detach()})
+
 def _with_grad_origins(root:UOp) -> UOp:
   """root as backward sees it: every realized node that has a gradient origin put back as that graph, at any depth."""
   if not _grad_origin.data: return root
@@ -178,7 +184,7 @@ def _with_grad_origins(root:UOp) -> UOp:
   while stack:
     u, children_done = stack.pop()
     if u in new: continue
-    if (origin := _grad_origin.get(u)) is not None:
+    if (origin := _origin_of(u)) is not None:
       if u in _modified: raise RuntimeError("one of the variables needed for gradient computation has been modified by an inplace operation: "
                                             f"a realized {u.shape} value was computed from a buffer overwritten since a backward went through it")
       _consumed[u] = None
@@ -224,10 +230,10 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0, sn
         old = v.base.op is Ops.BUFFER and v.base.src[0].arg < first_new_buffer
         # (the old value is overwritten: the origin's value is the buffer's, its gradient k's with the buffer's value for its old one)
         k2 = _assigns_as_values(k.src[1] if k.op is Ops.ASSIGN and k.src[1].shape == v.shape else k, v.base)
-        k2 = k2.substitute({v: _grad_origin.get(v, v.detach())})
+        k2 = k2.substitute({v: o if (o := _origin_of(v)) is not None else v.detach()})
         # (its derivatives read the old contents: the copy this realize made before the ASSIGN ran, where there is one)
         if old and snapshots and (snap := snapshots.get(v.base)) is not None: k2 = k2.substitute({v.base: snap})
-        new_origins[v] = v.detach() + (k2 - k2.detach()) if old else k
+        new_origins[v] = (v.detach() + (k2 - k2.detach())).substitute({v: _self_marker(v)}) if old else k
         if not old: fresh.append(v)
         if _reaches_grad(k): floats.append(v)
     # a realize must not open a gradient path: x.detach() of a realized x stays a DETACH, not x's own buffer
