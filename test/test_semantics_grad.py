@@ -366,3 +366,156 @@ def test_gradient_after_an_in_place_update_was_realized(then_add):
   (ty * ty).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
   np.testing.assert_allclose(y.numpy(), ty.detach().numpy())
+
+# ***** lazy readers of a buffer updated in place: like PyTorch's eager ops, a value keeps what it read before the update *****
+
+@pytest.mark.parametrize("update", ["+=", "assign", "setitem", "two"])
+def test_lazy_reader_keeps_the_value_before_an_in_place_update(update):
+  def run(y, keep_fn):
+    keep = keep_fn(y)
+    later = keep * 2   # a reader of the reader
+    if update == "+=": y += 1
+    elif update == "assign": y = y.assign(y * y + 1) if isinstance(y, Tensor) else y.mul_(y).add_(1)
+    elif update == "setitem": y[1] = 7.0
+    else:
+      y += 1
+      y *= 3
+    return keep, later, y
+  ty = torch.tensor([1.0, 2.0, 3.0])
+  tk, tl, ty = run(ty, lambda t: t * 1)
+  y = Tensor([1.0, 2.0, 3.0]).realize()
+  k, l, y = run(y, lambda t: t * 1)
+  y.realize()
+  np.testing.assert_equal(k.numpy(), tk.numpy())
+  np.testing.assert_equal(l.numpy(), tl.numpy())
+  np.testing.assert_equal(y.numpy(), ty.numpy())
+
+def test_lazy_reader_of_an_earlier_update_in_a_chain():
+  # mid reads the value after the first update; the realize of y runs both (the second overwrites the buffer mid would read)
+  y = Tensor([1.0, 2.0]).realize()
+  y += 1
+  mid = y * 10
+  y *= 3
+  y.realize()
+  assert mid.tolist() == [20.0, 30.0] and y.tolist() == [6.0, 9.0]
+
+def _mlp_step(lib, opt_cls, xn, wn, w2n, steps=3):
+  losses = []
+  if lib is torch:
+    w, w2 = torch.tensor(wn, requires_grad=True), torch.tensor(w2n, requires_grad=True)
+    opt = getattr(torch.optim, opt_cls)([w, w2], lr=0.1)
+  else:
+    from tinygrad.nn import optim
+    w, w2 = Tensor(wn, requires_grad=True), Tensor(w2n, requires_grad=True)
+    opt = getattr(optim, opt_cls)([w, w2], lr=0.1)
+  for _ in range(steps):
+    opt.zero_grad()
+    loss = (lib.tensor(xn) if lib is torch else Tensor(xn)).matmul(w).relu().matmul(w2).square().mean()
+    loss.backward()
+    opt.step()
+    losses.append((loss.item(), w.grad.numpy().copy()))   # read after the step: the loss and the grads from before it
+  return losses, w.detach().numpy()
+
+@pytest.mark.parametrize("opt_cls", ["SGD", "Adam"])
+def test_loss_read_after_the_optimizer_step(opt_cls):
+  rng = np.random.default_rng(0)
+  xn, wn, w2n = (rng.standard_normal(s).astype(np.float32) for s in [(4, 3), (3, 5), (5, 2)])
+  got, gw = _mlp_step(Tensor, opt_cls, xn, wn, w2n)
+  want, tw = _mlp_step(torch, opt_cls, xn, wn, w2n)
+  for (gl, gg), (wl, wg) in zip(got, want):
+    np.testing.assert_allclose(gl, wl, rtol=1e-4)
+    np.testing.assert_allclose(gg, wg, rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(gw, tw, rtol=1e-4, atol=1e-6)
+
+def test_optimizer_step_with_a_lazy_loss_adds_its_kernel_but_copies_no_weight():
+  # the loss, read later, is computed by the step's schedule before the weights change; its backward is done, so no weight is copied
+  from tinygrad.nn.optim import SGD
+  from tinygrad.uop import Ops
+  w = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+  opt = SGD([w], lr=0.1)
+  loss = (Tensor([[1.0, -1.0]]) @ w).relu().sum()
+  loss.backward()
+  sched = Tensor.schedule(*opt.schedule_step())
+  assert not any(si.ast.op is Ops.COPY for si in sched)
+  assert loss.uop.base.op is Ops.BUFFER
+
+def test_backward_again_after_the_step_raises_like_torch():
+  from tinygrad.nn.optim import SGD
+  w = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  opt = SGD([w], lr=0.1)
+  loss = (w * w).sum()
+  loss.backward()
+  opt.step()
+  assert loss.item() == 14.0 and w.grad.tolist() == [2.0, 4.0, 6.0]
+  tw = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+  tl = (tw * tw).sum()
+  tl.backward()
+  with torch.no_grad(): tw -= 0.1 * tw.grad
+  with pytest.raises(RuntimeError): tl.backward()
+  with pytest.raises(RuntimeError, match="modified by an inplace operation"): loss.backward()
+
+def test_reader_that_requires_grad_keeps_its_gradient_after_an_update():
+  # keep = y*w is realized before y's update runs; its gradient still needs y's old value (a copy made before the ASSIGN)
+  yn, wn, xn = [2.0, -1.0, 0.5], [1.5, 2.0, -3.0], [0.5, 3.0, 2.0]
+  w, x = Tensor(wn, requires_grad=True), Tensor(xn, requires_grad=True)
+  y = Tensor(yn).contiguous().realize()
+  keep = y * w
+  y.assign(y * x).realize()
+  (keep * keep * y).sum().backward()
+  tw, tx = torch.tensor(wn, requires_grad=True), torch.tensor(xn, requires_grad=True)
+  ty = torch.tensor(yn)
+  tk = ty * tw
+  ty = ty * tx
+  (tk * tk * ty).sum().backward()
+  np.testing.assert_allclose(keep.numpy(), tk.detach().numpy())
+  np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+# cases extra/fuzz_inplace_grad.py found: backward meeting an unrealized ASSIGN (into a buffer with a gradient origin, or after another
+# ASSIGN of the chain), and chains whose gradient reads a value a later update overwrote
+@pytest.mark.parametrize("steps", [
+  [("*=", "w", True), ("-=exp", "x", False)],             # an ASSIGN into a realized nonleaf (its target has a gradient origin)
+  [("assign*", "x", False), ("*=", "w", True)],           # a realize of a chain of two ASSIGNs
+  [("*=", "x", False), ("assign_yy", None, False)],       # no realize: the gradient reads the value of the first update
+  [("+=", "x", False), ("-=exp", "w", False), ("*=", "w", False)],
+  [("assign_yy", None, True), ("assign_yy", None, False), ("*=", "w", True)],
+])
+@pytest.mark.parametrize("nonleaf", [False, True])
+def test_gradient_through_chains_of_in_place_updates(steps, nonleaf):
+  yn, wn, xn = [0.5, -1.0, 2.0], [2.0, -1.0, 0.5], [2.0, 3.0, 0.5]
+  def run(lib):
+    T = torch.tensor if lib is torch else Tensor
+    w, x = T(wn, requires_grad=True), T(xn, requires_grad=True)
+    y = T(yn) * w if nonleaf else (T(yn) if lib is torch else Tensor(yn).contiguous().realize())
+    for op, src, realize in steps:
+      s = x if src == "x" else w
+      if lib is torch:
+        y = {"*=": lambda: y * s, "-=exp": lambda: y - s.exp(), "+=": lambda: y + s, "assign*": lambda: y * s, "assign_yy": lambda: y * y}[op]()
+      else:
+        if op == "*=": y *= s
+        elif op == "-=exp": y -= s.exp()
+        elif op == "+=": y += s
+        elif op == "assign*": y.assign(y * s)
+        else: y.assign(y * y)
+        if realize: y.realize()
+    (y * y).sum().backward()
+    return [x.grad.numpy() if x.grad is not None else np.zeros(3), w.grad.numpy() if w.grad is not None else np.zeros(3), y.detach().numpy()]
+  for g, t in zip(run(Tensor), run(torch)): np.testing.assert_allclose(g, t, rtol=1e-5)
+
+def test_realized_value_keeps_its_gradient_after_a_buffer_it_read_is_updated():
+  # z = y*x realized keeps its graph for backward (its origin), which reads y's buffer; y's update (no grad) runs later: the origin reads a
+  # copy of the old contents (torch raises here; the mathematically right gradient is 2*y_old**2*x)
+  x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  y = Tensor([2.0, 3.0, 4.0]).contiguous().realize()
+  z = (y * x).realize()
+  y.assign(y * y + 1).realize()
+  (z * z).sum().backward()
+  tx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+  tz = torch.tensor([2.0, 3.0, 4.0]) * tx
+  (tz * tz).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+  assert y.tolist() == [5.0, 10.0, 17.0]
+  # z's graph reads that copy from now on: another update of y changes nothing for it
+  y.assign(y * 0).realize()
+  (z * z).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), 2 * tx.grad.numpy())

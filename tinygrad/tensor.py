@@ -51,6 +51,73 @@ _no_grad_uops: _WeakKeys[UOp, None] = _WeakKeys()
 _no_path_uops: _WeakKeys[UOp, None] = _WeakKeys()   # the same for paths of any dtype
 # buffers with a pending ASSIGN of a value that requires grad: the realize that runs it copies the old contents first, for the gradient
 _grad_assign_targets: _WeakKeys[UOp, None] = _WeakKeys()
+# buffers with a pending ASSIGN (the latest, weakly): only a realize that runs one looks for lazy tensors still reading the old contents
+_assign_targets: _WeakKeys[UOp, weakref.ref[UOp]] = _WeakKeys()
+
+# UOps a backward walked through (its root and the realized nodes whose origins it used): like PyTorch, which frees that graph, a backward
+# through one after an in-place update overwrote what its graph reads raises instead of keeping a copy of the old contents for it (a loss
+# read after the optimizer step is computed before the step, but no copy of every weight is made for a second backward of it)
+_consumed: _WeakKeys[UOp, None] = _WeakKeys()
+_modified: _WeakKeys[UOp, None] = _WeakKeys()   # realized nodes whose gradient graph reads a buffer overwritten since
+
+def _reads(roots:list[UOp], targets:set[UOp], skip:set[UOp]) -> set[UOp]:
+  """The nodes under roots that read one of targets (targets included), not looking into targets or skip. (A loop without a call per node:
+  a realize that runs an ASSIGN walks every live lazy graph with it.)"""
+  old: set[UOp] = set()
+  seen: set[UOp] = set()
+  stack = [(r, False) for r in roots]
+  while stack:
+    u, done = stack.pop()
+    if done:
+      if not old.isdisjoint(u.src): old.add(u)
+    elif u not in seen:
+      seen.add(u)
+      if u in targets: old.add(u)
+      elif u not in skip:
+        stack.append((u, True))
+        for s in u.src:
+          if s not in seen: stack.append((s, False))
+  return old
+
+def _old_readers(roots:list[UOp]) -> tuple[set[UOp], list[Tensor], set[UOp], list[Tensor], list[UOp]]:
+  """The ASSIGNs a realize of roots runs; the other live lazy tensors whose graphs read the old contents of a buffer one overwrites (like
+  PyTorch's eager ops they keep the value from before the update: `keep = y*1; y += 1` leaves keep as it was), which the same schedule
+  realizes, before the ASSIGN; the buffers whose old contents a gradient still needs (copied before the ASSIGN runs); and the gradient
+  readers and origins that read others but were consumed by a backward (marked modified instead)."""
+  assigns: set[UOp] = set()
+  seen, stack = set(roots), list(roots)
+  while stack:
+    if (u := stack.pop()).op is Ops.ASSIGN: assigns.add(u)
+    for s in u.src:
+      if s not in seen: seen.add(s); stack.append(s)
+  in_roots, readers, snap_bufs = set(roots), [], set()
+  consumed: list[tuple[Tensor|UOp, set[UOp]]] = []
+  while assigns:
+    # an ASSIGN this realize runs is its buffer's new value afterwards (not looked into); one that a later ASSIGN into the same buffer
+    # overwrites in this realize is not, and is read like the buffer's old contents
+    targets = {a.buf_uop for a in assigns} | {b for a in assigns if (b := a.src[0].base).op is Ops.ASSIGN}
+    lazy = [t for ref in list(_lazy_tensors) if (t := ref()) is not None and t._uop not in in_roots]
+    old = _reads([t._uop for t in lazy], targets, assigns)
+    if not (new := [t for t in lazy if t._uop in old]): break
+    readers += new
+    in_roots.update(t._uop for t in new)
+    for t in new:
+      if not t._requires_grad: continue
+      bufs = _reads([t._uop], targets, assigns) & targets
+      if t._uop in _consumed: consumed.append((t, bufs))
+      else: snap_bufs |= bufs
+    # a reader's own pending ASSIGNs run too: their buffers' old readers are looked for in another round
+    if not (more := {u for t in new for u in t._uop.toposort() if u.op is Ops.ASSIGN} - assigns): break
+    assigns |= more
+  if assigns and _grad_origin.data:
+    targets = {a.buf_uop for a in assigns}
+    for k, o in list(_grad_origin.items()):
+      if not (bufs := _reads([o], targets, assigns) & targets): continue
+      if k in _consumed: consumed.append((k, bufs))
+      else: snap_bufs |= bufs
+  stale = [x for x, bufs in consumed if not bufs <= snap_bufs]
+  return assigns, readers, snap_bufs, [t for t in stale if isinstance(t, Tensor)], [k for k in stale if isinstance(k, UOp)]
+
 def _reaches_grad(u:UOp, floats_only:bool=True) -> bool:
   """Like PyTorch, a result requires grad when a float path not cut by DETACH reaches a tensor that requires grad (breadth first: the
   nearest tensors are usually the ones that decide). Backward looks further: through ints and bools too (x.sign() gets zeros)."""
@@ -102,6 +169,12 @@ class _NoGrad(contextlib.ContextDecorator):
 # buffer, backward follows the graph (weak: it goes when no graph uses the buffer)
 _grad_origin: _WeakKeys[UOp, UOp] = _WeakKeys()
 
+def _self_marker(v:UOp) -> UOp:
+  # what an origin holds for its own node's current value: v itself there would keep v (and its buffer) alive in the weak dict forever
+  return UOp(Ops.BUFFER, v.dtype, (UOp(Ops.UNIQUE, arg=-(1 << 62)), UOp(Ops.DEVICE, arg=v.device)), prod(v.shape)).reshape(v.shape)
+def _origin_of(u:UOp) -> UOp|None:
+  return None if (o := _grad_origin.get(u)) is None else o.substitute({_self_marker(u): u.detach()})
+
 def _with_grad_origins(root:UOp) -> UOp:
   """root as backward sees it: every realized node that has a gradient origin put back as that graph, at any depth."""
   if not _grad_origin.data: return root
@@ -111,7 +184,10 @@ def _with_grad_origins(root:UOp) -> UOp:
   while stack:
     u, children_done = stack.pop()
     if u in new: continue
-    origin = _grad_origin.get(u)
+    if (origin := _origin_of(u)) is not None:
+      if u in _modified: raise RuntimeError("one of the variables needed for gradient computation has been modified by an inplace operation: "
+                                            f"a realized {u.shape} value was computed from a buffer overwritten since a backward went through it")
+      _consumed[u] = None
     # (a DETACH passes no gradient: it reads what it reads now, and an origin below it may name its own buffer's old value)
     if u.op is Ops.DETACH: new[u] = u
     elif not children_done:
@@ -121,15 +197,28 @@ def _with_grad_origins(root:UOp) -> UOp:
       stack.append((u, True))
       stack.extend((s, False) for s in ((origin,) if origin is not None else u.src) if s not in new)
     elif origin is not None: new[u] = new[origin]
-    else: new[u] = u.replace(src=tuple(new[s] for s in u.src)) if u.src else u
+    elif not u.src or (srcs := tuple(new[s] for s in u.src)) == u.src: new[u] = u
+    # (an ASSIGN is its value going backward: one rebuilt on an origin would be a second write, maybe into no buffer at all)
+    elif u.op is Ops.ASSIGN: new[u] = srcs[1]
+    else: new[u] = u.replace(src=srcs)
   return new[root]
+
+def _assigns_as_values(u:UOp, buf:UOp) -> UOp:
+  # u with each ASSIGN into buf as the value it wrote: an earlier update in a chain that one realize ran, whose target is the old contents
+  topo = u.toposort()
+  if not any(x.op is Ops.ASSIGN for x in topo): return u
+  new: dict[UOp, UOp] = {}
+  for x in topo:
+    srcs = tuple(new[s] for s in x.src)
+    new[x] = srcs[1] if x.op is Ops.ASSIGN and x.buf_uop is buf else x.replace(src=srcs) if srcs != x.src else x
+  return new[u]
 
 def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0, snapshots:dict[UOp, UOp]|None=None) -> None:
   if not becomes_map: return
   new_origins: dict[UOp, UOp] = {}
   if _grad_uops.data:
     leaves = {t._uop for ref in list(_grad_tensors) if (t := ref()) is not None and t.is_leaf and t._requires_grad}
-    cut, floats = [], []
+    cut, floats, fresh = [], [], []
     leaf_bufs = {becomes_map.get(k, k).base for k in leaves}
     for k, v in becomes_map.items():
       if k in leaves: continue
@@ -140,17 +229,22 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0, sn
         # a buffer this realize wrote fresh holds k; an older one (ASSIGN target, CONTIGUOUS of a buffer) is in k, meaning its old value
         old = v.base.op is Ops.BUFFER and v.base.src[0].arg < first_new_buffer
         # (the old value is overwritten: the origin's value is the buffer's, its gradient k's with the buffer's value for its old one)
-        k2 = k.src[1] if k.op is Ops.ASSIGN and k.src[1].shape == v.shape else k
-        k2 = k2.substitute({v: _grad_origin.get(v, v.detach())})
+        k2 = _assigns_as_values(k.src[1] if k.op is Ops.ASSIGN and k.src[1].shape == v.shape else k, v.base)
+        k2 = k2.substitute({v: o if (o := _origin_of(v)) is not None else v.detach()})
         # (its derivatives read the old contents: the copy this realize made before the ASSIGN ran, where there is one)
         if old and snapshots and (snap := snapshots.get(v.base)) is not None: k2 = k2.substitute({v.base: snap})
-        new_origins[v] = v.detach() + (k2 - k2.detach()) if old else k
+        new_origins[v] = (v.detach() + (k2 - k2.detach())).substitute({v: _self_marker(v)}) if old else k
+        if not old: fresh.append(v)
         if _reaches_grad(k): floats.append(v)
     # a realize must not open a gradient path: x.detach() of a realized x stays a DETACH, not x's own buffer
     for k in cut:
       if _reaches_grad(v := becomes_map[k], floats_only=False) or any(u in new_origins for u in v.toposort()): becomes_map[k] = v.detach()
+    # an ASSIGN this realize ran is its buffer now (whose origin, if any, has its gradient), and a buffer it overwrote is the copy of its old
+    # contents where there is one: a graph kept for backward never writes again nor reads the new contents for the old
+    if fresh and (fix := {k: v for k, v in becomes_map.items() if k.op is Ops.ASSIGN} | (snapshots or {})):
+      for v, o in zip(fresh, UOp.sink(*[new_origins[v] for v in fresh]).substitute(fix).src): new_origins[v] = o
   # the gradient origins see realized leaves and values that need no gradient as their buffers; the rest stays the graph it was
-  if _grad_origin.data and (plain := {k: v for k, v in becomes_map.items() if v not in new_origins}):
+  if _grad_origin.data and (plain := {k: v for k, v in becomes_map.items() if v not in new_origins or k.op is Ops.ASSIGN} | (snapshots or {})):
     origins = list(_grad_origin.items())
     for (k, _), o in zip(origins, UOp.sink(*[o for _, o in origins]).substitute(plain).src): _grad_origin[k] = o
   if new_origins:
@@ -413,13 +507,29 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def schedule_with_vars(self, *lst:Tensor) -> tuple[list, dict[UOp, int]]:
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
     first_new_buffer = next(_unique_counter)
-    copies = [t.copy_to_device(t.device) for t in _grad_assign_targets.keys()] if _grad_assign_targets.data else []  # type: ignore[arg-type]
-    roots = (self._uop,)+tuple([t._uop for t in lst])+tuple(copies) if lst or copies else (self._uop,)
-    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, roots))
-    snapshots = {c.src[0]: becomes_map.pop(c).base for c in copies if c in becomes_map} if copies else None
-    for k in becomes_map if copies else ():
-      if k.op is Ops.ASSIGN: _grad_assign_targets.pop(k.buf_uop, None)
+    roots, copies = [self._uop] + [t._uop for t in lst], []
+    stale_readers: list[Tensor] = []
+    # (an ASSIGN dropped unrealized leaves its entry: gone, it keeps no realize looking)
+    # (the dicts under the weak ones, keyed by weak references: WeakKeyDictionary's own methods are Python calls, a few per ASSIGN)
+    targets = _assign_targets.data
+    for r in [r for r, latest in targets.items() if latest() is None] if targets else (): del targets[r]
+    if targets:
+      assigns, readers, snap_bufs, stale_readers, stale_origins = _old_readers(roots)
+      if readers: roots += [t._uop for t in readers]
+      if stale_origins: _modified.update((k, None) for k in stale_origins)
+      for a in assigns:
+        r = weakref.ref(b := a.buf_uop)
+        # a buffer whose old contents a gradient needs is copied before its ASSIGN runs
+        if r in _grad_assign_targets.data: snap_bufs.add(b)
+        # (a later ASSIGN into the same buffer, still pending, keeps it registered)
+        if (latest := targets.get(r)) is None or (last := latest()) is None or last is a:
+          targets.pop(r, None)
+          _grad_assign_targets.data.pop(r, None)
+      if snap_bufs: copies = [b.copy_to_device(b.device) for b in snap_bufs]  # type: ignore[arg-type]
+    schedule, var_vals, becomes_map = create_schedule_with_vars(UOp(Ops.SINK, dtypes.void, tuple(roots+copies)))
+    snapshots = {c.src[0]: becomes_map.pop(c).base for c in copies if c in becomes_map}
     _apply_map_to_tensors(becomes_map, first_new_buffer, snapshots)
+    if stale_readers: _modified.update((t._uop, None) for t in stale_readers)
     return schedule, var_vals
   def schedule(self, *lst:Tensor) -> list:
     schedule, var_vals = self.schedule_with_vars(*lst)
@@ -443,8 +553,13 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if x.device != self.device: raise ValueError(f"assign needs the same device, got {x.device} for a tensor on {self.device}")
     # a pending ASSIGN counts as realized: it writes into a buffer
     if not (self.uop.is_realized or self.uop.base.op is Ops.ASSIGN) or x.uop is self.uop: return self.replace(x)
-    if x.requires_grad and self.uop.base.op is Ops.BUFFER: _grad_assign_targets[self.uop.base] = None
     self.uop = self.uop.assign(x.uop)
+    # (the buffer under a chain of pending ASSIGNs; a sharded tensor's is per device, not tracked)
+    target = self.uop
+    while target.op is Ops.ASSIGN: target = target.src[0].base
+    if target.op is Ops.BUFFER:
+      _assign_targets[target] = weakref.ref(self.uop)
+      if x.requires_grad: _grad_assign_targets[target] = None
     return self
   def detach(self) -> Tensor: return Tensor(self.uop.detach(), requires_grad=False)
   def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
@@ -1492,17 +1607,23 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     try: vt = vt._broadcast_to(target_shape)
     except ValueError: raise ValueError(f"setitem: a value of shape {vt.shape} can't be broadcast to the indexed shape {target_shape}") from None
     if prod(target_shape) == 0: return
-    new_x = x._advanced_put(advanced, vt) if advanced else vt
+    new_x, value_requires_grad = x._advanced_put(advanced, vt) if advanced else vt, vt.requires_grad
+    # (lazy values of this function left alive would read the buffer's old contents: the realize below would compute them too)
+    del vt
     in_buffer = self.uop.is_realized or self.uop.base.op is Ops.ASSIGN
-    if in_buffer and not (self.requires_grad or vt.requires_grad):
+    if in_buffer and not (self.requires_grad or value_requires_grad):
       # a buffer is written in place, only in the view the basic indices select (t[3:5] = 1 touches 2 elements, like torch)
-      x.assign(new_x).realize()
+      x.assign(new_x)
+      del new_x
+      x.realize()
       if self.uop.base.op is Ops.ASSIGN: self.realize()
       return
     # a lazy self becomes the blend; a buffer that autograd tracks is assigned the blend, whose graph its gradient follows. The basic
     # result with empty dims (bool False) and size-1 dims dropped lines up with the plan's counts
     placed, mask = self._basic_place(plan, new_x)
+    del new_x
     self.assign(mask.where(placed, self))
+    del placed, mask
     if self.uop.base.op is Ops.ASSIGN: self.realize()
 
   def cat(self, *args:Tensor, dim:int=0) -> Tensor:
@@ -2853,6 +2974,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     root_grad = Tensor(1.0, self.device, self.dtype) if gradient is None else gradient.cast(self.dtype)
     if root_grad.shape != self.shape: raise ValueError(f"gradient= has shape {root_grad.shape}, expected this tensor's shape {self.shape}")
     grads = compute_gradient(_with_grad_origins(self.uop), root_grad.uop, {t.uop for t in targets})
+    _consumed[self.uop] = None
     ret: list[Tensor] = []
     for i, t in enumerate(targets):
       if (g := grads.get(t.uop)) is not None: ret.append(Tensor(g))
@@ -2865,6 +2987,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     from tinygrad.gradient import compute_gradient
     if gradient is None and self.shape != (): raise ValueError(f"backward of a tensor of shape {self.shape} needs gradient= (only scalars imply 1)")
     root = _with_grad_origins(self.uop)
+    _consumed[self.uop] = None
     in_graph = root.toposort()
     params = [t for ref in list(_grad_tensors) if (t := ref()) is not None and t._requires_grad and dtypes.is_float(t.dtype) and t._uop in in_graph]
     if not params: raise RuntimeError("backward: no tensor with requires_grad=True is used by this tensor")

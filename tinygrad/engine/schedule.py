@@ -210,7 +210,7 @@ def _plan(sink:UOp, pos:dict[UOp, int]) -> _Plan:
       src_buf = buffer_of[src] if src in buffer_of else src.buf_uop
       items.append((UOp(Ops.COPY, r.dtype, (src_buf, r.src[1]), r.size), (buffer_of[r], src_buf), {}))
       deps.append({producer[src]} if producer.get(src, -1) >= 0 else set())
-      if src not in buffer_of: readers_of_buf.setdefault(src_buf, set()).add(len(items)-1)
+      if src not in buffer_of or src.op is Ops.ASSIGN: readers_of_buf.setdefault(src_buf, set()).add(len(items)-1)
     else:
       kb = KernelBuilder(r, buffer_of)
       ast = kb.build()
@@ -218,6 +218,9 @@ def _plan(sink:UOp, pos:dict[UOp, int]) -> _Plan:
       items.append((ast, tuple(kb.bufs), kb.var_vals))
       deps.append({producer[n] for n in kb.reads_nodes if producer[n] >= 0})
       for b in kb.reads_bufs: readers_of_buf.setdefault(b, set()).add(len(items)-1)
+      # (an earlier ASSIGN's result is its buffer's contents until a later ASSIGN into it runs)
+      for n in kb.reads_nodes:
+        if n.op is Ops.ASSIGN: readers_of_buf.setdefault(buffer_of[n], set()).add(len(items)-1)
       if r.op is Ops.ASSIGN: assign_targets[len(items)-1] = buffer_of[r]
     producer[r] = len(items)-1
   # a kernel that reads a buffer's old contents runs before the ASSIGN that overwrites it; one that uses the ASSIGN's result (items come in

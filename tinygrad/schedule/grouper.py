@@ -252,18 +252,22 @@ def old_reads_after_assign(realizes:dict[UOp, None]) -> dict[UOp, UOp]:
   through other kernels: `old = y*1; y *= w; old + y`, or a gradient of y*w) can't be ordered: its readers of the old value are mapped
   to themselves reading a copy, made before the ASSIGN runs."""
   if not any(r.op is Ops.ASSIGN for r in realizes): return {}
-  after: dict[UOp, set[UOp]] = {}   # each kernel: the buffers whose ASSIGN it runs after
+  after: dict[UOp, set[UOp]] = {}   # each kernel: the ASSIGNs it runs after
   fix: dict[UOp, UOp] = {}
   for root in realizes:
     start = root.src[1] if root.op is Ops.ASSIGN else root.src[0] if root.op in (Ops.CONTIGUOUS, Ops.COPY) else root
     body = kernel_body(start, realizes)
     ins = {s for x in body for s in x.src if s in realizes}
     if root.op is Ops.ASSIGN and (t := root.src[0].base) in realizes: ins.add(t)
-    done = {b for s in ins for b in after.get(s, ())} | {s.buf_uop for s in ins if s.op is Ops.ASSIGN}
-    after[root] = done | ({root.buf_uop} if root.op is Ops.ASSIGN else set())
-    if not done: continue
+    done_assigns = {a for s in ins for a in after.get(s, ())} | {s for s in ins if s.op is Ops.ASSIGN}
+    after[root] = done_assigns | ({root} if root.op is Ops.ASSIGN else set())
+    if not done_assigns: continue
+    done = {a.buf_uop for a in done_assigns}
     inner = {s for p in body if p.op in GroupOp.Movement for s in p.src}
     stale = {x for x in body if (x.op is Ops.BUFFER or x.op in GroupOp.Movement) and x not in inner and x.base in done}
+    # (the result of an ASSIGN that a later one into the same buffer, also run before this kernel, overwrote: `y *= x; y.assign(y*y)`
+    # and a gradient reading both)
+    stale |= {s for s in ins if s.op is Ops.ASSIGN and any(a is not s and a.buf_uop is s.buf_uop and s in a.toposort() for a in done_assigns)}
     for p in body:
       if p not in stale and any(s in stale for s in p.src):
         # (a view bigger than its buffer, an expand, copies the buffer and views the copy)
