@@ -21,10 +21,10 @@ def device(request, monkeypatch):
   return request.param
 
 # devices whose every kernel takes long to compile (PoCL builds each OpenCL program with clang and links its builtins: ~0.3 s; lavapipe
-# turns each WGSL pipeline into LLVM IR and JITs it) run a
+# turns each WGSL pipeline into LLVM IR and JITs it), and REMOTE, a transport to a CPU server whose kernels are the CPU run's, run a
 # representative subset: of each test's parametrizations, those that bring a parameter value not seen yet, so every op, dtype and shape
 # a test names still runs on them. FULL_DEVICE_TESTS=1 runs everything.
-SUBSET_DEVICES = ("GPU", "WEBGPU")
+SUBSET_DEVICES = ("GPU", "WEBGPU", "REMOTE")
 
 # a device refusing a dtype it doesn't compute (int64 and float64 on WEBGPU) raises this clear error when the kernel is made: a test that only
 # fails so is reported as skipped on that device, with the error as the reason (test_webgpu.py checks the error itself)

@@ -194,3 +194,27 @@ def test_cross_compile_renders_once_where_archs_agree(tmp_path, monkeypatch):
   assert all("error" not in r for r in recs) and len(recs) == 4
   (mm90, mm11), (ew90, ew11) = [(recs[i]["kernel"], recs[i + 1]["kernel"]) for i in (0, 2)]
   assert mm90 != mm11 and ew90 == ew11
+
+@needs_amd_llvm
+def test_cross_compile_samples_later_archs(tmp_path, monkeypatch):
+  # CROSS_ARCH_SAMPLE=1: gfx1100 compiles the IR gfx90a compiled already once per test and dtype set (the second float kernel is left to
+  # gfx90a, a half kernel is compiled), and its own tensor-core kernel always; the summary counts what was left as shared, not as compiled
+  import json
+  from tinygrad.engine import cross
+  from tinygrad.helpers import getenv
+  for name, val in (("_seen", set()), ("_compiled_by", {}), ("_sampled", set())): monkeypatch.setattr(cross, name, val)
+  h, f = Tensor.empty(32, 64, dtype=dtypes.half, device=DEV), Tensor.empty(32, 64, device=DEV)
+  log = str(tmp_path / "log.jsonl")
+  with monkeypatch.context() as env:
+    env.setenv("CROSS_ARCH_SAMPLE", "1")
+    getenv.cache_clear()   # env flags are read once
+    try:
+      for t in (f.exp() + 1, f.sqrt() * 3, h.exp() + 1, (h.reshape(32, 1, 64) * h.reshape(1, 32, 64)).sum(-1, dtype=dtypes.float)):
+        for si in t.schedule(): cross.cross_compile(si.ast, "AMD:gfx90a,AMD:gfx1100", log)
+    finally: getenv.cache_clear()
+  getenv.cache_clear()
+  recs = [json.loads(x) for x in open(log)]
+  assert all("error" not in r for r in recs) and len(recs) == 8
+  assert [r["target"] for r in recs if "shared" in r] == ["AMD:gfx1100"] and all("bytes" in r for r in recs if r["target"] == "AMD:gfx90a")
+  text, failed = cross.summarize(log)
+  assert failed == 0 and any(line.split()[:6] == ["AMD:gfx1100", "4", "3", "0", "0", "1"] for line in text.splitlines()), text
