@@ -34,6 +34,9 @@ def pack_matmul(r:UOp, a:UOp, b:UOp) -> UOp|None:
     if n % cols: return None
     panels = y.shrink(((0, 1), (0, n), (0, k))).reshape((n//cols, cols, k)).permute((0, 2, 1)).contiguous()
     y4 = panels.permute((0, 2, 1)).reshape((1, n//cols, cols, k)).expand((m, n//cols, cols, k))
+    # an A read across its rows (a.T @ b, a weight gradient's x.T @ g) is copied with its rows contiguous first: the tile's broadcasts would
+    # step a whole row of A per reduce step, a power-of-two pitch whose lines all fall into one cache set (19 GFLOP/s at 1024 on Zen 3)
+    if xs[2] not in (0, 1) and xs[0] == 1: x = x.shrink(((0, m), (0, 1), (0, k))).reshape((m, k)).contiguous().reshape((m, 1, k)).expand((m, n, k))
     return (x.reshape((m, n//cols, cols, k)) * y4).r(Ops.ADD, (3,)).reshape((m, n, 1))
   return None
 
