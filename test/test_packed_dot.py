@@ -300,3 +300,24 @@ def test_gemm_a_transposed_is_copied_rows_contiguous(pose_cpu):
     wide = Tensor(rng.standard_normal((96, 128), dtype=np.float32), device="CPU")
     assert len(_kernels((Tensor(an.T.copy(), device="CPU") @ b).schedule())) == 2
     assert len(_kernels((wide[:, :64] @ b).schedule())) == 2
+
+@pytest.mark.parametrize("sa,sb", [((3, 16, 24), (3, 24, 64)), ((2, 3, 8, 16), (2, 3, 16, 32)), ((4, 16, 24), (24, 64)), ((2, 1, 8, 16), (3, 16, 32))])
+def test_batched_packed_dot(sa, sb, pose_cpu):
+  # a batched product packs each batch's B into column panels (*batch, n/cols, k, cols); a B shared by the batches (a weight) is copied once
+  from tinygrad.uop.ops import UOp
+  pose_cpu("avx2-2fma")
+  rng = np.random.default_rng(len(sa) * 10 + len(sb))
+  an, bn = rng.standard_normal(sa, dtype=np.float32), rng.standard_normal(sb, dtype=np.float32)
+  with Context(PACKED_DOT_MIN=1):
+    a, b = Tensor(an, device="CPU", requires_grad=True), Tensor(bn, device="CPU", requires_grad=True)
+    ks = _kernels((a @ b).schedule())
+    assert len(ks) == 2, [k.ast.arg for k in ks]
+    copy_out = next(u for u in ks[0].ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u.arg == 0)
+    assert isinstance(copy_out, UOp) and copy_out.dtype.size == bn.size, (copy_out.dtype, bn.shape)
+    np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-4, atol=1e-4)
+    (a @ b).sum().backward()
+  torch = pytest.importorskip("torch")
+  at, bt = torch.tensor(an, requires_grad=True), torch.tensor(bn, requires_grad=True)
+  (at @ bt).sum().backward()
+  np.testing.assert_allclose(a.grad.numpy(), at.grad.numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(b.grad.numpy(), bt.grad.numpy(), rtol=1e-4, atol=1e-4)
