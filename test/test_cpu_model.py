@@ -207,22 +207,26 @@ def test_gemm_row_block_where_one_panel_fits():
   assert 4 * 8 * 4096 * 4 + 4096 * 32 * 4 <= m.l2 // 2 and 8 * 4096 * 32 * 4 <= 2 * m.l2
 
 def test_gemm_pack_reads_b_row_by_row():
-  # the copy of B into column panels (n/32, k, 32) loops over B's rows outermost, 8 rows (COPY_ROWS) at a time: each block of rows is read
-  # once, front to back, and each panel gets its 8 rows' vectors together (panel by panel for each row wrote one line per panel, a page
-  # apart; the panel-major order read a 128-byte piece of every row, a page apart). Other copies keep their order or go in source order.
-  from tinygrad.opt.heuristic import COPY_ROWS
+  # the copy of B into column panels (n/32, k, 32) loops over B's rows outermost, a few rows at a time: each block of rows is read once, front
+  # to back, and each panel gets its rows' vectors together (panel by panel for each row wrote one line per panel, a page apart; the
+  # panel-major order read a 128-byte piece of every row, a page apart). As many rows as the L1 has ways, at most (rows a power of two
+  # apart share a set): 12 on a 48 KB L1 where they divide the rows, else 8; 8 on a 32 KB one. Other copies keep their order or go in
+  # source order.
   _device("CPU")
+  for profile, n, rows in (("avx512-2fma", 256, 8), ("avx512-2fma", 384, 12), ("avx2-2fma", 384, 8)):
+    r = _cpu_renderer_posing_as(PROFILES[profile])
+    assert PROFILES[profile].l1_ways == PROFILES[profile].l1 // 4096
+    with Context(PACKED_DOT_MIN=1):
+      pack = (Tensor.empty(n, n, device="CPU") @ Tensor.empty(n, n, device="CPU")).schedule()[0].ast
+    k = Kernel(pack, r)
+    for o in hand_coded_optimizations(k): k.apply_opt(o)
+    assert Opt(OptOps.BLOCK, 1, rows) in k.applied_opts, (profile, n, k.applied_opts)
+    load = next(i for i, v in enumerate(k.view_uops) if any(u.op is Ops.LOAD and u.src[1] is v for u in pack.toposort()))
+    strides = [k.sts[load].real_strides()[a] for a in k.axes_of(AxisType.GLOBAL)]
+    # (blocks of rows, panels, the rows of a block, then a panel row's vectors)
+    # (a panel's columns: as many as the host's packing makes them)
+    assert strides[0] == rows * n and 0 < strides[1] < n and strides[2] == n, (profile, k.colored_shape(), strides)
   r = _cpu_renderer_posing_as(PROFILES["avx512-2fma"])
-  with Context(PACKED_DOT_MIN=1):
-    pack = (Tensor.empty(256, 256, device="CPU") @ Tensor.empty(256, 256, device="CPU")).schedule()[0].ast
-  k = Kernel(pack, r)
-  for o in hand_coded_optimizations(k): k.apply_opt(o)
-  assert Opt(OptOps.BLOCK, 1, COPY_ROWS) in k.applied_opts, k.applied_opts
-  load = next(i for i, v in enumerate(k.view_uops) if any(u.op is Ops.LOAD and u.src[1] is v for u in pack.toposort()))
-  strides = [k.sts[load].real_strides()[a] for a in k.axes_of(AxisType.GLOBAL)]
-  # (blocks of rows, panels, the rows of a block, then a panel row's vectors)
-  # (a panel's columns: as many as the host's packing makes them)
-  assert strides[0] == COPY_ROWS * 256 and 0 < strides[1] < 256 and strides[2] == 256, (k.colored_shape(), strides)
   # any copy of whole rows into another order is read in source order; arithmetic, and a transpose (a gather per vector), keep theirs
   x = Tensor(np.arange(8*16*32, dtype=np.float32).reshape(8, 16, 32), device="CPU")
   xn = x.numpy()

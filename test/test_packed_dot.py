@@ -255,3 +255,69 @@ def test_conv_panels_are_its_register_tiles_lanes(width):
       # the padded input's copy and the conv
       assert len(_kernels(x.conv2d(packed, padding=1).schedule())) == 2
       np.testing.assert_allclose(x.conv2d(packed, padding=1).numpy(), ref, rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("profile", ["avx512-2fma", "avx2-1fma"])
+def test_gemm_with_residual_gets_the_plain_gemm_plan(profile, pose_cpu):
+  # a residual added to the sums (a @ b + c, a relu of it) is the GEMM kernel's epilogue: its load walks the rows and the columns alike, and the
+  # register tile and panel blocks are chosen from the reduce's own inputs as for a @ b (c's load made it a tile of 4 panels, no blocks: 2.5x
+  # slower at 1024). Same opts as the plain product, right values.
+  from tinygrad.opt.kernel import Kernel
+  from tinygrad.opt.heuristic import hand_coded_optimizations
+  pose_cpu(profile)
+  rng = np.random.default_rng(5)
+  an, bn, cn = (rng.standard_normal((256, 256), dtype=np.float32) for _ in range(3))
+  def plan(out:Tensor) -> list:
+    ast = _kernels(out.schedule())[-1].ast
+    return hand_coded_optimizations(Kernel(ast, Device["CPU"].renderer))
+  with Context(PACKED_DOT_MIN=1):
+    a, b, c = (Tensor(x, device="CPU") for x in (an, bn, cn))
+    want = plan(a @ b)
+    assert any(o.op.name == "BLOCK" for o in want) or profile == "avx512-2fma", want
+    for make, ref in ((lambda: a @ b + c, an @ bn + cn), (lambda: (a @ b + c).relu(), np.maximum(an @ bn + cn, 0))):
+      assert plan(make()) == want
+      np.testing.assert_allclose(make().numpy(), ref, rtol=1e-4, atol=1e-4)
+
+def test_gemm_a_transposed_is_copied_rows_contiguous(pose_cpu):
+  # a.T @ b (a weight gradient's x.T @ g): A is read across its rows. It is copied with its rows contiguous first (the tile's broadcasts
+  # stepped a row of A, a power-of-two pitch, per reduce step: 115 ms against 26 at 1024 on Zen 3), and that transpose reads vectors along
+  # the source's contiguous axis (a vector a step, a lane to each output row: 0.86 ms against 5.6 scalar)
+  from tinygrad.opt.kernel import Kernel, OptOps, AxisType
+  from tinygrad.opt.heuristic import hand_coded_optimizations
+  pose_cpu("avx2-2fma")
+  rng = np.random.default_rng(6)
+  an, bn = rng.standard_normal((64, 96), dtype=np.float32), rng.standard_normal((64, 128), dtype=np.float32)
+  with Context(PACKED_DOT_MIN=1):
+    a, b = Tensor(an, device="CPU"), Tensor(bn, device="CPU")
+    ks = _kernels((a.T @ b).schedule())
+    assert len(ks) == 3, [k.ast.arg for k in ks]
+    gemm = Kernel(ks[-1].ast, Device["CPU"].renderer)
+    # the reduce walks A's copy with stride 1 and B's panels (16 AVX2 lanes wide) with stride 16, never a row of A (96) apart
+    assert sorted(st.real_strides()[gemm.axes_of(AxisType.REDUCE)[0]] for st in gemm.sts[1:]) == [1, 16], gemm.sts
+    copy = next(k for k in ks[:-1] if Kernel(k.ast, Device["CPU"].renderer).full_shape in ((96, 64), (64, 96)))
+    assert any(o.op is OptOps.UPCAST for o in hand_coded_optimizations(Kernel(copy.ast, Device["CPU"].renderer)))
+    np.testing.assert_allclose((a.T @ b).numpy(), an.T @ bn, rtol=1e-4, atol=1e-4)
+    # a plain A and one read through a slice (rows contiguous, a longer pitch) aren't copied
+    wide = Tensor(rng.standard_normal((96, 128), dtype=np.float32), device="CPU")
+    assert len(_kernels((Tensor(an.T.copy(), device="CPU") @ b).schedule())) == 2
+    assert len(_kernels((wide[:, :64] @ b).schedule())) == 2
+
+@pytest.mark.parametrize("sa,sb", [((3, 16, 24), (3, 24, 64)), ((2, 3, 8, 16), (2, 3, 16, 32)), ((4, 16, 24), (24, 64)), ((2, 1, 8, 16), (3, 16, 32))])
+def test_batched_packed_dot(sa, sb, pose_cpu):
+  # a batched product packs each batch's B into column panels (*batch, n/cols, k, cols); a B shared by the batches (a weight) is copied once
+  from tinygrad.uop.ops import UOp
+  pose_cpu("avx2-2fma")
+  rng = np.random.default_rng(len(sa) * 10 + len(sb))
+  an, bn = rng.standard_normal(sa, dtype=np.float32), rng.standard_normal(sb, dtype=np.float32)
+  with Context(PACKED_DOT_MIN=1):
+    a, b = Tensor(an, device="CPU", requires_grad=True), Tensor(bn, device="CPU", requires_grad=True)
+    ks = _kernels((a @ b).schedule())
+    assert len(ks) == 2, [k.ast.arg for k in ks]
+    copy_out = next(u for u in ks[0].ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u.arg == 0)
+    assert isinstance(copy_out, UOp) and copy_out.dtype.size == bn.size, (copy_out.dtype, bn.shape)
+    np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-4, atol=1e-4)
+    (a @ b).sum().backward()
+  torch = pytest.importorskip("torch")
+  at, bt = torch.tensor(an, requires_grad=True), torch.tensor(bn, requires_grad=True)
+  (at @ bt).sum().backward()
+  np.testing.assert_allclose(a.grad.numpy(), at.grad.numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(b.grad.numpy(), bt.grad.numpy(), rtol=1e-4, atol=1e-4)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Optimizer benchmark: GEMM, conv2d, softmax, layernorm with the heuristics and with BEAM search, against numpy and PyTorch
 (threads = cores), measured side by side in one run.
-Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm-only] [--single] [--breakdown]; GEMM_SIZES=1024,2048 picks
-the GEMM rows. --breakdown: after each GEMM row, each of the call's kernels (B's packing copy, the GEMM) timed where it runs in the call,
-and what the call costs beyond them (Python, launches).
+Usage: python3 extra/bench/bench_opt.py [--quick] [--no-beam] [--beam N] [--gemm-only] [--single] [--breakdown] [--variants]; GEMM_SIZES=1024,2048
+picks the GEMM rows; --variants adds a.T @ b, a @ b + c and a batched product at each size. --breakdown: after each GEMM row, each of the
+call's kernels (B's packing copy, the GEMM) timed where it runs in the call, and what the call costs beyond them (Python, launches).
 'vs torch' is the heuristics' ratio, 'BEAM vs torch' the search's, '% peak' the better of the two against this machine's FMA peak measured
 at start (all cores)."""
 import sys, time, os
@@ -124,6 +124,17 @@ def main():
     # otherwise reused while B is unchanged (run_schedule), is made again each time
     def fresh_b(): b.uop.buffer.written(); return a @ b
     report(f"gemm {N} fp32, B written", 2*N**3, fresh_b, lambda: an @ bn, (lambda: at @ bt) if torch else None)
+    if "--variants" in sys.argv:
+      # the same sizes read other ways: A transposed (a weight gradient's x.T @ g), a residual added to the sums, a batch of 8 products of
+      # half the size (as many flops)
+      cn = rng.standard_normal((N, N), dtype=np.float32)
+      c, ct = Tensor(cn).realize(), torch.from_numpy(cn) if torch else None
+      report(f"gemm {N} a.T @ b", 2*N**3, lambda: a.T @ b, lambda: an.T @ bn, (lambda: at.T @ bt) if torch else None)
+      report(f"gemm {N} a @ b + c", 2*N**3, lambda: a @ b + c, lambda: an @ bn + cn, (lambda: at @ bt + ct) if torch else None)
+      xn, yn = (rng.standard_normal((8, N//2, N//2), dtype=np.float32) for _ in range(2))
+      x, y = Tensor(xn).realize(), Tensor(yn).realize()
+      xt, yt = (torch.from_numpy(xn), torch.from_numpy(yn)) if torch else (None, None)
+      report(f"bmm 8x{N//2} fp32", 2*N**3, lambda: x @ y, lambda: xn @ yn, (lambda: xt @ yt) if torch else None)
   if "--gemm-only" in sys.argv: return
   if hasattr(Tensor, "conv2d"):
     B, C, H = (8, 64, 32) if QUICK else (32, 64, 32)

@@ -9,9 +9,6 @@ from tinygrad.dtype import PtrDType
 from tinygrad.renderer import MachineModel, register_tile
 from tinygrad.helpers import prod, all_int, CPU_THREADS, THREAD_MIN_WORK, USE_TC, TC_SELECT, TC_OPT
 
-# the rows of its source a copy into panels takes at a time (a few lines per panel, a few streams to read)
-COPY_ROWS = 8
-
 def cpu_threads(m:MachineModel|None=None) -> int: return CPU_THREADS.value or (m.cores if m is not None else os.cpu_count() or 1)
 
 def _try(k:Kernel, opt:Opt, opts:list[Opt]) -> bool:
@@ -49,7 +46,10 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
   # a reduce with broadcast inputs (matmul, conv): a register tile of outputs, each loaded value used by several accumulators.
   # The axis some input reads contiguously gets a SIMD register's width of lanes, another broadcast axis a few rows.
   view_of = {v.arg: i for i, v in enumerate(k.view_uops)}
-  loads = [u for u in k.ast.toposort() if u.op is Ops.LOAD and u.src[1].arg in view_of]
+  # (the reduce's own inputs: an epilogue's load, a residual added to the sums, walks the rows and the columns alike and hid which axis is
+  # which: a @ b + c got a tile of 4 panels instead of 4 rows, and no panel blocks, 65 ms at 1024 on Zen 3 where a @ b took 25)
+  in_reduce = {u for r in k.reduceops for u in r.toposort()}
+  loads = [u for u in k.ast.toposort() if u.op is Ops.LOAD and u.src[1].arg in view_of and u in in_reduce]
   load_sts = [k.sts[view_of[u.src[1].arg]] for u in loads]
   # it pays only where every input the reduce walks is reused across some output axis (not a row sum whose parameters are broadcast)
   walked = [strides for st in load_sts if any((strides := st.real_strides())[a] != 0 for a in reduce_axes)]
@@ -191,18 +191,31 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
            all(v.mask is None for v in k.sts[view_of[loads[0].src[1].arg]].views):
           g, src = k.axes_of(AxisType.GLOBAL), k.sts[view_of[loads[0].src[1].arg]].real_strides()
           order = sorted(range(len(g)), key=lambda i: -cast(int, src[g[i]]) if isinstance(src[g[i]], int) else 0)
-          # and the source's rows are taken COPY_ROWS at a time: the loop over them is cut and its inner part goes inside the next loop (the
+          # and the source's rows are taken a few at a time: the loop over them is cut and its inner part goes inside the next loop (the
           # panels), so each panel is written runs of that many rows' lines, not one line per 128 KB jump (a page each: 2.8-3.0 ms against
-          # 5.7 for 2048x2048, 0.72 against 1.43 at 1024, Zen 3; 2, 16 or 64 rows took 3.7-5.1 ms)
+          # 5.7 for 2048x2048, 0.72 against 1.43 at 1024, Zen 3). As many rows as the L1 has ways (at most): rows a power of two apart all
+          # fall in one set, and more of them than its ways evict each other's lines before the next panel reads on (2 or 64 rows: 2.4 ms
+          # at 2048 where 8 took 1.8; 4, 8, 16 all about the same)
           # (a transpose: the output's order has those two loops the other way round; not a channels-last copy, whose images stay outermost)
           dst = [k.sts[view_of[u.src[1].arg]].real_strides() for u in k.ast.src if u.op is Ops.STORE and u.src[1].arg in view_of]
-          if blocked := len(g) >= 2 and isinstance(s := k.full_shape[g[order[0]]], int) and s > COPY_ROWS and s % COPY_ROWS == 0 and \
-             k.full_shape[g[order[1]]] != 1 and len(dst) == 1 and all_int(d := (dst[0][g[order[0]]], dst[0][g[order[1]]])) and d[0] < d[1]:
+          ways = k.opts.machine.l1_ways if k.opts.machine is not None else 8
+          nsrc = k.full_shape[g[order[0]]] if len(g) >= 2 else 1
+          block_rows = next((d for d in range(ways, 1, -1) if isinstance(nsrc, int) and nsrc > ways and nsrc % d == 0), 0)
+          if blocked := block_rows > 1 and k.full_shape[g[order[1]]] != 1 and len(dst) == 1 and \
+             all_int(d := (dst[0][g[order[0]]], dst[0][g[order[1]]])) and d[0] < d[1]:
             order[:2] = order[1::-1]
           at = list(range(len(g)))   # the axis at each position
           for i, want in enumerate(order):
             if (j := at.index(want)) != i and _try(k, Opt(OptOps.SWAP, i, j), opts): at[i], at[j] = at[j], at[i]
-          if blocked and at[:2] == order[:2]: _try(k, Opt(OptOps.BLOCK, 1, COPY_ROWS), opts)
+          if blocked and at[:2] == order[:2]: _try(k, Opt(OptOps.BLOCK, 1, block_rows), opts)
+    # a transpose (one load, no arithmetic) whose source is contiguous along another output axis: that axis gets the lanes, so each step
+    # reads a vector and writes it a lane per output row, each row a sequential stream (A^T for a.T @ b: 0.86 ms against 5.6 at 1024,
+    # where every scalar read was a new line a row apart)
+    elif len(loads) == 1 and not any(u.op in GroupOp.ALU for u in k.ast.toposort()):
+      st_src = k.sts[view_of[loads[0].src[1].arg]]
+      unit = [j for j, a in enumerate(global_axes) if st_src.real_strides()[a] == 1] if all(v.mask is None for v in st_src.views) else []
+      if unit and isinstance(n := k.full_shape[global_axes[unit[-1]]], int) and (amt := _largest_divisor(n, (width, 8, 4))) is not None:
+        _try(k, Opt(OptOps.UPCAST, unit[-1], amt), opts)
   if k.opts.has_local: gpu_workgroups(k, opts)
   prefetch_streamed_operand(k, opts)
   # big kernels run their outermost global axis on every core. A big elementwise one in 4 chunks a core (each still THREAD_MIN_WORK), handed

@@ -86,6 +86,11 @@ class MachineModel:
   l2: int
   l3: int                  # shared
   cores: int
+  @property
+  def l1_ways(self) -> int:
+    # an L1 indexed by virtual address within a 4 KB page (every x86 and most ARM cores) repeats its sets every 4 KB: its size over 4 KB is
+    # its ways, the lines a few streams a multiple of 4 KB apart (a power-of-two row pitch) may hold in one set
+    return max(1, self.l1 // 4096)
 
 def register_tile(m:MachineModel, width:int, max_lanes:int, nrows:sint, ncols:sint, loaded:int=1) -> tuple[int, int]|None:
   """(rows, lanes) of the register tile of accumulators: rows x lanes/width vector registers, enough independent FMA chains to cover

@@ -24,17 +24,26 @@ def _strides(u:UOp) -> tuple[int, ...]|None:
   return rs if all(isinstance(s, int) for s in rs) else None  # type: ignore[return-value]
 
 def pack_matmul(r:UOp, a:UOp, b:UOp) -> UOp|None:
-  # (m, n, k) summed over k, A (stride 0 on n) times B (stride 0 on m, in any layout): B is copied into column panels (n/cols, k, cols), so each
-  # panel is one sequential stream instead of rows a power-of-two pitch apart (which fall into the same cache sets)
-  if r.arg != (Ops.ADD, (2,)) or len(shape := r.src[0].shape) != 3 or not all_int(shape) or not dtypes.is_float(r.dtype): return None
+  # (*batch, m, n, k) summed over k, A (stride 0 on n) times B (stride 0 on m, in any layout): B is copied into column panels
+  # (*batch, n/cols, k, cols), so each panel is one sequential stream instead of rows a power-of-two pitch apart (which fall into the same
+  # cache sets). A batch axis B is broadcast along (one weight for every batch) is copied once.
+  if len(shape := r.src[0].shape) < 3 or r.arg != (Ops.ADD, (len(shape)-1,)) or not all_int(shape) or not dtypes.is_float(r.dtype): return None
   if prod(shape) < PACKED_DOT_MIN.value or (ren := _packing_renderer(r)) is None: return None
+  nb = len(shape) - 3
   for x, y in ((a, b), (b, a)):
-    if (xs := _strides(x)) is None or (ys := _strides(y)) is None or xs[1] != 0 or ys[0] != 0 or 0 in ys[1:]: continue
-    (m, n, k), cols = shape, 2 * (ren.machine.simd_bytes if ren.machine is not None else 64) // r.dtype.itemsize
-    if n % cols: return None
-    panels = y.shrink(((0, 1), (0, n), (0, k))).reshape((n//cols, cols, k)).permute((0, 2, 1)).contiguous()
-    y4 = panels.permute((0, 2, 1)).reshape((1, n//cols, cols, k)).expand((m, n//cols, cols, k))
-    return (x.reshape((m, n//cols, cols, k)) * y4).r(Ops.ADD, (3,)).reshape((m, n, 1))
+    if (xs := _strides(x)) is None or (ys := _strides(y)) is None or xs[-2] != 0 or ys[-3] != 0 or 0 in ys[-2:]: continue
+    (m, n, k), batch, cols = shape[-3:], shape[:nb], 2 * (ren.machine.simd_bytes if ren.machine is not None else 64) // r.dtype.itemsize
+    # (B one panel already, read as it is: this rule's own result, whose panel axis of 1 reads as a broadcast)
+    if n % cols or (n == cols and ys[-2:] == (1, cols)): return None
+    bsrc = tuple(1 if st == 0 else s for s, st in zip(batch, ys[:nb]))
+    panels = y.shrink(tuple((0, s) for s in bsrc) + ((0, 1), (0, n), (0, k))).reshape(bsrc + (n//cols, cols, k))
+    panels = panels.permute(tuple(range(nb)) + (nb, nb+2, nb+1)).contiguous()
+    y4 = panels.permute(tuple(range(nb)) + (nb, nb+2, nb+1)).reshape(bsrc + (1, n//cols, cols, k)).expand(batch + (m, n//cols, cols, k))
+    # an A read across its rows (a.T @ b, a weight gradient's x.T @ g) is copied with its rows contiguous first: the tile's broadcasts would
+    # step a whole row of A per reduce step, a power-of-two pitch whose lines all fall into one cache set (19 GFLOP/s at 1024 on Zen 3)
+    if nb == 0 and xs[2] not in (0, 1) and xs[0] == 1:
+      x = x.shrink(((0, m), (0, 1), (0, k))).reshape((m, k)).contiguous().reshape((m, 1, k)).expand((m, n, k))
+    return (x.reshape(batch + (m, n//cols, cols, k)) * y4).r(Ops.ADD, (nb+3,)).reshape(batch + (m, n, 1))
   return None
 
 def conv_panel_lanes(renderer:Renderer, cout:int, itemsize:int, rows:int|None=None, taps:int=1) -> int|None:
