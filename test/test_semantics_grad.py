@@ -519,3 +519,28 @@ def test_realized_value_keeps_its_gradient_after_a_buffer_it_read_is_updated():
   y.assign(y * 0).realize()
   (z * z).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), 2 * tx.grad.numpy())
+
+# ***** what a live gradient graph must not cost: buffers updated in place are freed with their tensor, reads don't recompute *****
+
+@pytest.mark.parametrize("update", ["assign", "+=", "setitem", "assign_grad"])
+@pytest.mark.parametrize("reads", [False, True])
+@pytest.mark.parametrize("pending", [False, True])
+def test_buffer_updated_in_place_is_freed_with_its_tensor(update, reads, pending):
+  import gc, weakref
+  p = Tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+  w = Tensor([1.0, 1.0, 1.0, 1.0]).contiguous().realize()
+  loss = (p * w if reads else p * 2).sum().realize()
+  if update == "assign": w.assign(w + p.detach())
+  elif update == "+=": w += 1
+  elif update == "setitem": w[1:3] = 5.0
+  else: w.assign(w * p)
+  if not pending: w.realize()
+  ref = weakref.ref(w.uop.buf_uop.buffer)
+  loss.backward()
+  np.testing.assert_equal(p.grad.numpy(), [1.0] * 4 if reads else [2.0] * 4)
+  del w
+  gc.collect()
+  # (a gradient graph that reads w keeps its old contents while it lives, as PyTorch's saved tensors do)
+  if reads: del loss, p
+  gc.collect()
+  assert ref() is None
