@@ -544,3 +544,18 @@ def test_buffer_updated_in_place_is_freed_with_its_tensor(update, reads, pending
   if reads: del loss, p
   gc.collect()
   assert ref() is None
+
+def test_reads_of_a_value_run_its_kernel_once_while_a_gradient_graph_lives():
+  from tinygrad import GlobalCounters
+  p = Tensor(A, requires_grad=True)
+  tp = torch.tensor(A, requires_grad=True)
+  for fn in [lambda x, p: x * 2 + 1, lambda x, p: (p * x).exp(), lambda x, p: (p * x).reshape(3, 2)]:
+    y, ty = fn(Tensor(W), p), fn(torch.tensor(W), tp)
+    GlobalCounters.reset()
+    for _ in range(3): np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(y.tolist(), ty.tolist(), rtol=1e-6)
+    assert GlobalCounters.kernel_count == 1
+    if y.requires_grad:
+      y.sum().backward(); ty.sum().backward()
+      np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-6)
+      p.grad = tp.grad = None

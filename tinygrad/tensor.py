@@ -589,9 +589,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if self.numel() == 0: return memoryview(b"")
       u = self._uop
       while u.op is Ops.RESHAPE: u = u.src[0]
-      # a computed value (not a view of one) that no gradient needs is realized in place: its buffer then holds exactly these elements, a
-      # later read runs no kernel, and no other live graph is rewritten for a copy made only to be read
-      if u.op not in GroupOp.Movement and u.op is not Ops.BUFFER and not _grad_uops.data: buf = self.realize()._plain_buffer()
+      # a computed value (not a view of one) is realized in place, as realize() would (one that needs a gradient keeps its graph as its
+      # origin): its buffer then holds exactly these elements, a later read runs no kernel, and no other live graph is rewritten for a copy
+      if u.op not in GroupOp.Movement and u.op is not Ops.BUFFER: buf = self.realize()._plain_buffer()
       if buf is None: buf = (self if self.uop.op is Ops.CONTIGUOUS else self.contiguous()).realize()._plain_buffer()
       if buf is None and u.op is Ops.BUFFER and not u.buffer.is_allocated():
         raise RuntimeError("this tensor's buffer was never filled: its .schedule() was made but not run; run it (run_schedule) or use .realize()")
