@@ -184,6 +184,44 @@ def test_read_before_assign_and_after_in_one_kernel(device):
   np.testing.assert_allclose(new.numpy(), (told * 10 + ta).numpy())
   np.testing.assert_allclose(a.numpy(), ta.numpy())
 
+ALIAS_VIEWS = {"slice": lambda x: x[:, 1:3], "T": lambda x: x.T, "reshape_slice": lambda x: x.reshape(3, 2)[1:], "row": lambda x: x[1]}
+ALIAS_UPDATES = {"assign": lambda x, lib: x.copy_(x * x + 100) if lib is torch else x.assign(x * x + 100), "+=": lambda x, lib: x.__iadd__(1),
+                 "setitem": lambda x, lib: x.__setitem__((slice(None), 1), 7.0), "view+=": lambda x, lib: x[:, 1:].__iadd__(5),
+                 "two": lambda x, lib: (x.__iadd__(1), x.__imul__(3))}
+
+@pytest.mark.parametrize("view", list(ALIAS_VIEWS))
+@pytest.mark.parametrize("update", list(ALIAS_UPDATES))
+def test_reads_through_a_view_of_a_buffer_updated_in_place(view, update):
+  # v aliases x's buffer: a value computed from v before x's update keeps the old contents, a read through v after it sees the update (torch)
+  def run(lib, x):
+    v = ALIAS_VIEWS[view](x)
+    before = v * 2
+    ALIAS_UPDATES[update](x, lib)
+    return [before, v * 1, v, x[1:] + 0, x]
+  want = run(torch, torch.arange(6.0).reshape(2, 3))
+  got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
+  for g, w in zip(got, want): np.testing.assert_equal(g.numpy(), w.numpy())
+
+def test_view_of_a_pending_update_sees_the_next_one():
+  def run(x):
+    x += 1
+    v = x[:, 1:]
+    before = v * 1
+    x *= 3
+    return [v, before, v + 0, x]
+  for g, w in zip(run(Tensor.arange(6.0).reshape(2, 3).contiguous().realize()), run(torch.arange(6.0).reshape(2, 3))):
+    np.testing.assert_equal(g.numpy(), w.numpy())
+
+def test_update_of_an_aliased_buffer_runs_one_kernel():
+  from tinygrad import GlobalCounters
+  x = Tensor.arange(6.0).reshape(2, 3).contiguous().realize()
+  v = x.T
+  for update in [lambda: x.__iadd__(1), lambda: x.assign(x * 2), lambda: x[0].assign(x[0] * 3)]:
+    GlobalCounters.reset()
+    update()
+    assert GlobalCounters.kernel_count == 1   # the update runs now (v sees it), its value isn't computed apart
+  np.testing.assert_equal(v.numpy(), np.array([[6.0, 8.0], [12.0, 10.0], [18.0, 12.0]]))
+
 # ***** more than 2**31 elements: index maths in int64, nothing big allocated *****
 
 def _kernels(t:Tensor) -> list:

@@ -39,7 +39,13 @@ def _track(ref:weakref.ref[Tensor], u:UOp) -> None:
   if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT or (s := u.src[0]).op is not Ops.BUFFER and (s.op not in _MOVEMENT or
                                                                                                        s.base.op is not Ops.BUFFER)):
     _lazy_tensors[ref] = None
-  else: _lazy_tensors.pop(ref, None)
+  else:
+    _lazy_tensors.pop(ref, None)
+    # the tensors that view a buffer (weakly, on its UOp; dead ones pruned as the dict doubles): an in-place update finds its aliases there
+    b = u if op is Ops.BUFFER else s if (s := u.src[0]).op is Ops.BUFFER else s.base
+    if (n := len(views := b.__dict__.setdefault("_views", {}))) >= 16 and not n & (n - 1):
+      views = b.__dict__["_views"] = {r: None for r in views if r() is not None}
+    views[ref] = None
 
 # UOps of tensors that require grad (weak: a graph that dies drops out), and UOps known to reach none of them
 _K = TypeVar("_K")
@@ -547,12 +553,24 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return self
   def assign(self, x:Any) -> Tensor:
     """Write x into this tensor: into its buffer when it is realized, else this tensor simply becomes x."""
+    if self._assign(x):
+      del x   # (a value made for this call dies here: the realize doesn't compute it apart as a reader of the old contents)
+      self.realize()
+    return self
+  def _assign(self, x:Any) -> bool:
+    # True: another live tensor views the buffer (x[1:3] or x.T made before): as in PyTorch, a read through it after the update sees the
+    # update, so the caller runs it now (as setitem does); lazy values read before it keep the old contents (they are computed first)
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.shape != self.shape: raise ValueError(f"assign needs the same shape, got {x.shape} for a tensor of shape {self.shape}")
     if x.dtype != self.dtype: raise TypeError(f"assign needs the same dtype, got {x.dtype} for a tensor of dtype {self.dtype}; cast it first")
     if x.device != self.device: raise ValueError(f"assign needs the same device, got {x.device} for a tensor on {self.device}")
     # a pending ASSIGN counts as realized: it writes into a buffer
-    if not (self.uop.is_realized or self.uop.base.op is Ops.ASSIGN) or x.uop is self.uop: return self.replace(x)
+    if not (self.uop.is_realized or self.uop.base.op is Ops.ASSIGN) or x.uop is self.uop:
+      self.replace(x)
+      return False
+    # (a lazy view of a pending update aliases the buffer too: the pending update runs first, the view then reads the buffer)
+    if (pend := self.uop.base).op is Ops.ASSIGN and any((t := r()) is not None and t is not self and t._uop.base is pend for r in [*_lazy_tensors]):
+      self.realize()
     self.uop = self.uop.assign(x.uop)
     # (the buffer under a chain of pending ASSIGNs; a sharded tensor's is per device, not tracked)
     target = self.uop
@@ -560,7 +578,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if target.op is Ops.BUFFER:
       _assign_targets[target] = weakref.ref(self.uop)
       if x.requires_grad: _grad_assign_targets[target] = None
-    return self
+      # (not where autograd tracks the buffer: its gradient follows the graph of an update made through a view, setitem's blend)
+      return not (self._requires_grad or x._requires_grad) and \
+        any((t := r()) is not None and t is not self and t._uop.base is target for r in list(target.__dict__.get("_views", ())))
+    return False
   def detach(self) -> Tensor: return Tensor(self.uop.detach(), requires_grad=False)
   def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
   def clone(self) -> Tensor:
@@ -922,7 +943,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation; use no_grad() or assign()")
   def _inplace(self, x:Tensor) -> Tensor:
     self._check_inplace()
-    return self.assign(x)
+    if self._assign(x):
+      del x
+      self.realize()
+    return self
   def __iadd__(self, x:Any) -> Tensor: return self._inplace(self.add(x))
   def __isub__(self, x:Any) -> Tensor: return self._inplace(self.sub(x))
   def __imul__(self, x:Any) -> Tensor: return self._inplace(self.mul(x))
@@ -1613,7 +1637,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     in_buffer = self.uop.is_realized or self.uop.base.op is Ops.ASSIGN
     if in_buffer and not (self.requires_grad or value_requires_grad):
       # a buffer is written in place, only in the view the basic indices select (t[3:5] = 1 touches 2 elements, like torch)
-      x.assign(new_x)
+      x._assign(new_x)
       del new_x
       x.realize()
       if self.uop.base.op is Ops.ASSIGN: self.realize()
@@ -1622,7 +1646,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # result with empty dims (bool False) and size-1 dims dropped lines up with the plan's counts
     placed, mask = self._basic_place(plan, new_x)
     del new_x
-    self.assign(mask.where(placed, self))
+    self._assign(mask.where(placed, self))
     del placed, mask
     if self.uop.base.op is Ops.ASSIGN: self.realize()
 
