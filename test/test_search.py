@@ -330,13 +330,15 @@ def test_beam_broken_candidates_are_skipped_and_counted(small_search, monkeypatc
       if any(o.op is OptOps.UNROLL for o in p.applied_opts): ctypes.memset(bufs[0], 0, ctypes.sizeof(bufs[0]))   # wrong answers
       return ret
     return call
-  monkeypatch.setattr(comp, "compile", flaky_compile)
-  monkeypatch.setattr(search, "_program", flaky_program)
-  with Context(IGNORE_BEAM_CACHE=1, BEAM_CHECK=1, PARALLEL=0):
+  # (patched on the class, in a context of its own: an instance attribute would outlive undo() as the bound method it replaced, and
+  # shadow later tests' patches of the class; undo() would also drop the private cache)
+  with monkeypatch.context() as mp, Context(IGNORE_BEAM_CACHE=1, BEAM_CHECK=1, PARALLEL=0):
+    mp.setattr(type(comp), "compile", lambda self, src: flaky_compile(src))
+    mp.setattr(search, "_program", flaky_program)
     k = beam_search(Kernel(si.ast, Device["CPU"].renderer), bufs, 3)
   stats = search.last_stats
   assert stats.compile_errors > 0 and stats.run_errors > 0 and stats.mismatches > 0, stats
-  monkeypatch.undo()
+  assert "compile" not in vars(comp)
   prg = CompiledRunner(get_program(si.ast, Device["CPU"].renderer, k.applied_opts))
   assert k.applied_opts and "acc15 " not in prg.p.src and "float16 acc" not in prg.p.src and not any(o.op in (OptOps.THREAD, OptOps.UNROLL) for o in k.applied_opts)
   np.testing.assert_allclose(run(prg, si.ast, bufs)[0].reshape(32, 32), want, rtol=1e-4, atol=1e-4)
