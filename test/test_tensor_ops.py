@@ -127,6 +127,19 @@ def test_int_division_by_zero_is_zero(device):
   helper_test_op(None, np.floor_divide, lambda a, b: a // b, vals=[[5, 7, 0], [0, 0, 0]], dtypes=(U8,))
   assert Tensor([5, -5]).div(Tensor([0, 0]), rounding_mode="trunc").tolist() == [0, 0]
 
+@pytest.mark.parametrize("op", ["//", "%", "fmod", "trunc"])
+def test_int_division_by_a_known_zero_raises_like_torch(device, op):
+  # a divisor that is zero when the graph is built (a scalar 0, zeros()) raises torch's RuntimeError("ZeroDivisionError"); a zero that is
+  # data (above) gives 0 instead of reading the divisor back before the kernel runs
+  torch = pytest.importorskip("torch")
+  fn = {"//": lambda a, b: a // b, "%": lambda a, b: a % b, "fmod": lambda a, b: a.fmod(b), "trunc": lambda a, b: a.div(b, rounding_mode="trunc")}[op]
+  for lib in (torch, Tensor):
+    a = lib.tensor([5, -5, 0]) if lib is torch else Tensor([5, -5, 0])
+    for b in (0, lib.zeros(3, dtype=lib.int32 if lib is torch else dtypes.int32)):
+      with pytest.raises(RuntimeError, match="ZeroDivisionError"): fn(a, b)
+  assert fn(Tensor([5, -5, 0]), 2).tolist() == fn(torch.tensor([5, -5, 0]), 2).tolist() and fn(Tensor([], dtype=dtypes.int32), 0).tolist() == []
+  assert fn(Tensor([5.0, -5.0]), 0).shape == (2,)   # floats divide by zero (inf, nan) as in torch
+
 def test_floordiv_mod_floats(device):
   helper_test_op(None, np.floor_divide, lambda a, b: a // b, vals=_grid(FLT_A, FLT_B), dtypes=(F32, F16))
   helper_test_op(None, np.mod, lambda a, b: a % b, vals=_grid(FLT_A, FLT_B), dtypes=(F32, F16))

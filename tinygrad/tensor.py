@@ -23,6 +23,7 @@ class ValueError(RuntimeError, builtins.ValueError): pass  # noqa: A001
 class TypeError(RuntimeError, builtins.TypeError): pass  # noqa: A001
 class NotSupportedError(NotImplementedError, builtins.TypeError, builtins.ValueError): pass  # a dtype or mode the op lacks (torch's class)
 class EmptyReduceError(builtins.IndexError, ValueError): pass  # torch: IndexError naming a dim, RuntimeError without one
+class IntZeroDivisionError(RuntimeError, ZeroDivisionError): pass  # torch's class (RuntimeError "ZeroDivisionError"), and Python's
 
 # every live Tensor (weak: the registry never keeps a Tensor alive), and those of them whose UOp is a graph still to compute (not a buffer
 # or a view of one): a realize visits only these, not a model's weights
@@ -840,8 +841,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     dt = least_upper_float(a.dtype)
     return a.cast(dt)._fdiv(b.cast(dt))
   def _int_div(self, b:Tensor) -> Tensor:
-    # C truncating division; a zero divisor is replaced by 1 here (a hardware division by zero would kill the process) and callers
-    # zero those elements at the end, like numpy
+    # C truncating division. A divisor known to be zero when the graph is built (t // 0, t % zeros(n)) raises as PyTorch's integer division
+    # does; one known only when it runs (a zero in a buffer) is replaced by 1 here (a hardware division by zero would kill the process) and
+    # callers zero those elements at the end, like numpy (PyTorch reads the data and raises: that would wait for every kernel before it)
+    if (c := b.uop.base).op is Ops.CONST and c.arg == 0 and self.numel() != 0: raise IntZeroDivisionError("ZeroDivisionError")
     return Tensor(self.uop.alu(Ops.IDIV, b.eq(0).where(1, b).uop))
   def _fmod_f(self, b:Tensor) -> Tensor:
     # C fmod on floats: exact. A zero divisor gives nan here, not on every device (PYTHON's MOD gives 0), so it is spelled out
