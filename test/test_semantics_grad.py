@@ -559,3 +559,20 @@ def test_reads_of_a_value_run_its_kernel_once_while_a_gradient_graph_lives():
       y.sum().backward(); ty.sum().backward()
       np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-6)
       p.grad = tp.grad = None
+
+@pytest.mark.parametrize("make", ["randn_contiguous", "uniform", "scaled", "linear_weight"])
+def test_backward_of_a_lazy_leaf_after_reading_the_loss(make):
+  # a leaf made requires_grad while still a graph (nn.Linear's weight before any realize): a realize that reads it (loss.item()) must leave
+  # backward a path to it (it raised "no tensor with requires_grad=True is used")
+  from tinygrad import nn
+  x = {"randn_contiguous": lambda: Tensor.randn(2, 3).contiguous(), "uniform": lambda: Tensor.uniform(2, 3, low=-1, high=1),
+       "scaled": lambda: Tensor(A) * 0.5, "linear_weight": lambda: nn.Linear(3, 2).weight}[make]()
+  x.requires_grad = True
+  y = (x * x).sum() * 0.5 + (x * Tensor(W)).exp().mean()
+  val = y.item()
+  y.backward()
+  r = torch.tensor(x.numpy(), requires_grad=True)
+  ry = (r * r).sum() * 0.5 + (r * torch.tensor(W)).exp().mean()
+  ry.backward()
+  assert math.isclose(val, ry.item(), rel_tol=1e-5)
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-6)

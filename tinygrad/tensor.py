@@ -467,9 +467,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     self._requires_grad, self.is_leaf = value, True
     if value:
       _grad_tensors[self._ref] = None
-      # a leaf needs an identity of its own: a graph with no buffer (Tensor.zeros ...) is hash-consed with every equal one, which
-      # would then look like it requires grad too. So it is written into a new buffer of its own (lazily, at the first realize).
-      if isinstance(dev := self.device, str) and all_int(self.shape) and not any(u.op is Ops.BUFFER for u in self._uop.toposort()):
+      # a leaf needs an identity of its own: a graph (Tensor.zeros, uniform ...) is hash-consed with every equal one, which would then look
+      # like it requires grad too, and a realize that reads it rewrites it (a gradient origin made there would hold the graph it was). So
+      # it is written into a new buffer of its own (lazily, at the first realize)
+      if isinstance(dev := self.device, str) and all_int(self.shape) and self._ref in _lazy_tensors and self._uop.base.op is not Ops.ASSIGN:
         self._uop = UOp.new_buffer(dev, prod(self.shape), self.dtype).reshape(self.shape).assign(self._uop)  # type: ignore[arg-type]
         _track(self._ref, self._uop)
       _grad_uops[self._uop] = None
