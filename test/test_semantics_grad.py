@@ -576,3 +576,20 @@ def test_backward_of_a_lazy_leaf_after_reading_the_loss(make):
   ry.backward()
   assert math.isclose(val, ry.item(), rel_tol=1e-5)
   np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("update", ["+=", "*=", "two"])
+def test_gradient_of_a_value_read_before_its_buffer_was_updated(update):
+  # before is computed from y's buffer before the update (in the realize that runs it): its gradient is that of the old value (y = p*2)
+  def run(lib, p):
+    y = p * 2
+    if lib is Tensor: y.realize()
+    before = y[1:] * 3
+    if update in ("+=", "two"): y += p
+    if update in ("*=", "two"): y *= p
+    if lib is Tensor: y.realize()
+    loss = before.sum() + (y * y).sum() + (before * y[:1]).sum()
+    loss.backward()
+    return before, y
+  r, x = torch.tensor(A, requires_grad=True), Tensor(A, requires_grad=True)
+  for g, w in zip(run(Tensor, x), run(torch, r)): np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-5)

@@ -249,6 +249,8 @@ def _apply_map_to_tensors(becomes_map:dict[UOp, UOp], first_new_buffer:int=0, sn
     # an ASSIGN this realize ran is its buffer now (whose origin, if any, has its gradient), and a buffer it overwrote is the copy of its old
     # contents where there is one: a graph kept for backward never writes again nor reads the new contents for the old
     if fresh and (fix := {k: v for k, v in becomes_map.items() if k.op is Ops.ASSIGN} | (snapshots or {})):
+      # (a value read before its buffer was overwritten has the gradient of that value: the old origin, where it has one)
+      fix |= {v: o for k, v in becomes_map.items() if k.op is Ops.ASSIGN and (o := _origin_of(v)) is not None}
       for v, o in zip(fresh, UOp.sink(*[new_origins[v] for v in fresh]).substitute(fix).src): new_origins[v] = o
   # the gradient origins see realized leaves and values that need no gradient as their buffers; the rest stays the graph it was
   if _grad_origin.data and (plain := {k: v for k, v in becomes_map.items() if v not in new_origins or k.op is Ops.ASSIGN} | (snapshots or {})):
