@@ -593,3 +593,21 @@ def test_gradient_of_a_value_read_before_its_buffer_was_updated(update):
   r, x = torch.tensor(A, requires_grad=True), Tensor(A, requires_grad=True)
   for g, w in zip(run(Tensor, x), run(torch, r)): np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-6)
   np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-5)
+
+@pytest.mark.parametrize("view", ["row", "T"])
+@pytest.mark.parametrize("update", ["+=", "*="])
+def test_view_of_a_tracked_buffer_sees_its_update(view, update):
+  # v aliases y (a realized non-leaf): a read through v after y's update sees it, one before keeps the old value, gradients as torch's
+  def run(lib, p):
+    y = p * 2
+    if lib is Tensor: y.realize()
+    v = y[1:] if view == "row" else y.T
+    before = v * 3
+    if update == "+=": y += p
+    else: y *= p
+    z = v * 1
+    ((z * z).sum() + (y * y).sum() + before.sum()).backward()
+    return before, z, y
+  r, x = torch.tensor(A, requires_grad=True), Tensor(A, requires_grad=True)
+  for g, w in zip(run(Tensor, x), run(torch, r)): np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-5)

@@ -582,8 +582,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if target.op is Ops.BUFFER:
       _assign_targets[target] = weakref.ref(self.uop)
       if x.requires_grad: _grad_assign_targets[target] = None
-      # (not where autograd tracks the buffer: its gradient follows the graph of an update made through a view, setitem's blend)
-      return not (self._requires_grad or x._requires_grad) and \
+      # (where autograd tracks the buffer, only an update of the whole of it: one made through a view has its gradient in setitem's blend)
+      whole = (u := self.uop.src[0]).op is Ops.BUFFER or u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER
+      return (whole or not (self._requires_grad or x._requires_grad)) and \
         any((t := r()) is not None and t is not self and t._uop.base is target for r in list(target.__dict__.get("_views", ())))
     return False
   def detach(self) -> Tensor: return Tensor(self.uop.detach(), requires_grad=False)
