@@ -70,6 +70,17 @@ def test_conv_register_tile_leaves_room_for_its_taps():
   assert _register_tile(PROFILES["avx2-2fma"], 8, 32, 14, 256, 3) == (2, 32)
   assert _register_tile(PROFILES["avx512-2fma"], 16, 64, 14, 256, 3) == (7, 32)
 
+def test_conv_register_tile_keeps_its_weight_panel_in_l1():
+  # given the reduce (64 channels x 3 x 3 taps), of the tiles with enough chains the one whose weight panel fits L1 next to its input window:
+  # 8 rows x 8 lanes (an 18 KB panel, 26 KB with the window, on a 32 KB L1), not 4 x 16 (37 KB, streamed from L2). Where no tile with the
+  # chains fits (128 channels at 28 wide, 256 at 14, 512 at 7) the choice is the plain one
+  m = dataclasses.replace(PROFILES["avx2-1fma"], fma_chains=8)
+  assert _register_tile(m, 8, 32, 56, 64, 3, 64 * 9) == (8, 8) and _register_tile(m, 8, 32, 56, 64, 3) == (4, 16)
+  for rows, cin, cout in ((28, 128, 128), (14, 256, 256), (14, 128, 256), (7, 512, 512)):
+    assert _register_tile(m, 8, 32, rows, cout, 3, cin * 9) == _register_tile(m, 8, 32, rows, cout, 3)
+  # a smaller L1 holds the 8-lane panel no more: 4 x 16 again
+  assert _register_tile(dataclasses.replace(m, l1=16 * 1024), 8, 32, 56, 64, 3, 64 * 9) == (4, 16)
+
 # ***** correctness: the heuristics of each machine profile, applied on CPU and PYTHON, against the unoptimized kernel *****
 
 def _rng_t(rng, shape, dev) -> Tensor: return Tensor(rng.standard_normal(shape).astype(np.float32), device=dev)

@@ -244,8 +244,8 @@ def test_conv_panels_are_its_register_tiles_lanes(width):
   from tinygrad.schedule.packing import conv_panel_lanes
   r = Device["CPU"].renderer
   if not r.packs_operands or r.machine is None or not r.vector_alu_lanes: pytest.skip("the CPU packs nothing here")
-  tile = register_tile(r.machine, r.machine.simd_bytes // 4, r.vector_alu_lanes, width, 64, 3)
-  assert tile is not None and conv_panel_lanes(r, 64, 4, width, 3) == tile[1]
+  tile = register_tile(r.machine, r.machine.simd_bytes // 4, r.vector_alu_lanes, width, 64, 3, 16 * 9)
+  assert tile is not None and conv_panel_lanes(r, 64, 4, width, 3, 16 * 9) == tile[1]
   rng = np.random.default_rng(width)
   xn, wn = rng.standard_normal((1, 16, width, width), dtype=np.float32), rng.standard_normal((64, 16, 3, 3), dtype=np.float32) * 0.1
   ref = torch.nn.functional.conv2d(torch.tensor(xn), torch.tensor(wn), padding=1).numpy()

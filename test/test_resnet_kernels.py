@@ -10,6 +10,7 @@ from tinygrad.opt.kernel import Kernel, Opt, OptOps
 from tinygrad.opt.heuristic import hand_coded_optimizations
 from tinygrad.engine.realize import get_program, CompiledRunner
 from tinygrad.runtime.support.cpu_model import PROFILES
+from tinygrad.renderer import MachineModel
 from test.test_search import run, _device
 from test.test_cpu_model import _cpu_renderer_posing_as
 
@@ -79,3 +80,31 @@ def test_strided_1x1_conv_copies_only_the_pixels_it_reads():
   assert len(kernels) == 2 and kernels[0].bufs[0].size == 16 * 6 * 6
   ref = torch.nn.functional.conv2d(torch.relu(torch.from_numpy(xn) + torch.from_numpy(rn)), torch.from_numpy(wn), stride=2)
   np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+# a Zen 3 core as its machine model reads (16 AVX2 registers, 2 FMA pipes of latency 4, 32 KB L1, 512 KB L2)
+ZEN3 = MachineModel("zen3", simd_bytes=32, vector_regs=16, fma_chains=8, fma_gflops=93.0, l1=32*1024, l2=512*1024, l3=32*1024*1024, cores=2)
+
+@pytest.mark.parametrize("cin,cout,size,stride,tile", [(64, 64, 56, 1, (8, 8)), (64, 128, 56, 2, (4, 16)), (128, 128, 28, 1, (4, 16)),
+                                                       (128, 256, 28, 2, (2, 32)), (256, 256, 14, 1, (2, 32)), (512, 512, 7, 1, (7, 8))])
+def test_resnet18_conv_plans(cin, cout, size, stride, tile, monkeypatch):
+  # ResNet-18's 3x3 convs (a packed weight, a bias and a relu, as the ONNX runner makes them) on a Zen 3: the register tile (output columns x
+  # output channels), the weight's panels as wide as its lanes, and no panel blocks (a conv's weight is no GEMM's B). The 64-channel 56x56
+  # conv's 8 x 8 tile keeps its 18 KB panel in L1; the stride-2 128 -> 256 one keeps 2 x 32 (its 4 ms regression would be a plan change)
+  from tinygrad.helpers import SCHEDULE_CACHE
+  ren = Device["CPU"].renderer
+  monkeypatch.setattr(ren, "machine", ZEN3)
+  monkeypatch.setattr(ren, "simd_bytes", ZEN3.simd_bytes)
+  monkeypatch.setattr(SCHEDULE_CACHE, "value", 0)
+  rng = np.random.default_rng(cin + stride)
+  x = Tensor(rng.standard_normal((1, cin, size, size), dtype=np.float32), device="CPU").realize()
+  wn = rng.standard_normal((cout, cin, 3, 3), dtype=np.float32) / (3 * cin ** 0.5)
+  w = Tensor(wn, device="CPU").realize().pack_conv_weight(out_width=size // stride)
+  b = Tensor(rng.standard_normal(cout, dtype=np.float32), device="CPU").realize()
+  def make() -> Tensor: return x.relu().conv2d(w, b, stride=stride, padding=1).relu()
+  conv = [si for si in make().schedule() if si.ast.op is Ops.SINK][-1]
+  opts = hand_coded_optimizations(Kernel(conv.ast, ren))
+  ups = [o.arg for o in opts if o.op is OptOps.UPCAST]
+  assert ups == [tile[1], tile[0]] and Opt(OptOps.UNROLL, 2, 3) in opts and not any(o.op is OptOps.BLOCK for o in opts), opts
+  if cout * cin <= 128 * 256:
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x.numpy()).relu(), torch.from_numpy(wn), torch.from_numpy(b.numpy()), stride=stride, padding=1)
+    np.testing.assert_allclose(make().numpy(), ref.relu().numpy(), rtol=1e-4, atol=1e-4)

@@ -70,8 +70,10 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
     ncols, nrows = (k.full_shape[global_axes[j]] if j is not None else 1 for j in (vec_axis, row_axis))
     # a conv's short window row (3 taps) unrolls whole (below): its taps' weight vectors are loaded together, a row of them per tap. (16 AVX2
     # registers: 14 rows x 8 lanes left none for them and spilled, 4.8 ms for a 256-channel 14x14 conv where 7 rows took 2.6)
-    rs = k.full_shape[reduce_axes[-1]]
-    tile = register_tile(m, width, k.opts.vector_alu_lanes, nrows, ncols, rs if isinstance(rs, int) and len(reduce_axes) > 1 and rs <= 4 else 1) \
+    # (and its weight panel, the whole reduce's, is chosen to fit L1 where the chains allow: the panels packing.py made for the same tile)
+    rs, red = k.full_shape[reduce_axes[-1]], prod(k.full_shape[a] for a in reduce_axes)
+    live = rs if isinstance(rs, int) and len(reduce_axes) > 1 and rs <= 4 else 1
+    tile = register_tile(m, width, k.opts.vector_alu_lanes, nrows, ncols, live, red if live > 1 and isinstance(red, int) else 0) \
       if m is not None and k.opts.vector_alu_lanes else None
     # without a machine model: a register's width of lanes and, with vector code (a row's accumulator is one register), a tall tile
     rows = (15, 14, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2) if k.opts.vector_alu_lanes else (8, 7, 6, 5, 4, 3, 2)

@@ -46,14 +46,15 @@ def pack_matmul(r:UOp, a:UOp, b:UOp) -> UOp|None:
     return (x.reshape(batch + (m, n//cols, cols, k)) * y4).r(Ops.ADD, (nb+3,)).reshape(batch + (m, n, 1))
   return None
 
-def conv_panel_lanes(renderer:Renderer, cout:int, itemsize:int, rows:int|None=None, taps:int=1) -> int|None:
+def conv_panel_lanes(renderer:Renderer, cout:int, itemsize:int, rows:int|None=None, taps:int=1, depth:int=0) -> int|None:
   """The output channels of one weight panel: the lanes of the register tile the heuristics give a conv whose output rows are `rows` wide and
   whose window rows are `taps` wide (a tile of 8 lanes on 16-lane panels read half of every line and took 4.4 ms for a 256-channel 14x14
   conv, against 3.3 on 8-lane panels); without them (or a 1x1 conv, whose tile rows span its merged output) two SIMD registers' lanes,
   else one. None if none divides cout."""
   m, simd = renderer.machine, renderer.machine.simd_bytes if renderer.machine is not None else renderer.simd_bytes
   if m is not None and renderer.vector_alu_lanes and rows is not None and 1 < taps and \
-     (tile := register_tile(m, simd // itemsize, renderer.vector_alu_lanes, rows, cout, taps if taps <= 4 else 1)) is not None and tile[1] >= 8:
+     (tile := register_tile(m, simd // itemsize, renderer.vector_alu_lanes, rows, cout, t := taps if taps <= 4 else 1, depth if t > 1 else 0)) \
+     is not None and tile[1] >= 8:
     return tile[1]
   return next((c for c in (2 * simd // itemsize, simd // itemsize) if c >= 8 and cout % c == 0), None)
 
@@ -74,7 +75,8 @@ def pack_conv(r:UOp, x:UOp, w:UOp) -> UOp|None:
     if not out or x.st is None or w.st is None or (ws := w.st.real_strides())[out[-1]] != 0 or (xs := x.st.real_strides())[out[-1]] == 0: continue
     lanes = [i for i in out if xs[i] == 0 and ws[i] != 0]
     if not lanes or (ren := _packing_renderer(r)) is None or \
-       (cols := conv_panel_lanes(ren, shape[v := lanes[-1]], r.dtype.itemsize, shape[out[-1]], shape[max(axes)])) is None: return None
+       (cols := conv_panel_lanes(ren, shape[v := lanes[-1]], r.dtype.itemsize, shape[out[-1]], shape[max(axes)], prod(shape[a] for a in axes))) \
+       is None: return None
     # a 1x1 conv reduces over the input channels alone: told from a matmul (reduce axis last) by its taps, size-1 axes after the channels
     if len(axes) < 2 and max(axes) == len(shape) - 1: return None
     # already in panels (a weight packed once, Tensor.pack_conv_weight, maybe without the output width: the plain choice's panels are read
@@ -201,7 +203,8 @@ def conv_weight_panels(w:UOp, groups:int=1, rows:int|None=None) -> int|None:
   # a model's constant weights so once), None where the renderer packs nothing and the plain layout is best (or a group's channels don't
   # fill whole panels)
   if len(w.shape) < 3 or not all_int(w.shape) or (r := _packing_renderer(w)) is None or cast(int, w.shape[0]) % groups: return None
-  return conv_panel_lanes(r, cast(int, w.shape[0]) // groups, w.dtype.itemsize, rows, cast(int, w.shape[-1]))
+  depth = prod(cast(tuple[int, ...], w.shape[1:]))
+  return conv_panel_lanes(r, cast(int, w.shape[0]) // groups, w.dtype.itemsize, rows, cast(int, w.shape[-1]), depth)
 
 def _channels_last(u:UOp) -> UOp:
   # the same (bs, c, *spatial) values, read from a copy with the channels innermost
