@@ -529,17 +529,22 @@ def Conv(x, W, B=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=
   k = kernel_shape or list(W.shape[2:])
   s, d, p = _conv_args(x, k, strides, dilations, pads, auto_pad)
   if W.uop.is_realized and not W.requires_grad:   # a constant weight (an initializer): packed for the device once, then reused
-    # (in the panels of the output width's register tile)
-    width = (x.shape[-1] + sum(p[-1]) - d[-1] * (k[-1] - 1) - 1) // s[-1] + 1 if isinstance(x.shape[-1], int) else None
+    # (in the panels of the output width's register tile; a Winograd conv's weight transformed, in the panels of its GEMMs)
+    padded = tuple(sz + sum(pp) if isinstance(sz, int) else sz for sz, pp in zip(x.shape[2:], p))
+    wino = x.dtype == W.dtype and Tensor._winograd_applies(x.shape[:2] + padded, W.shape, group, tuple(s), tuple(d), W.dtype, True)
+    width = "wino" if wino else (x.shape[-1] + sum(p[-1]) - d[-1] * (k[-1] - 1) - 1) // s[-1] + 1 if isinstance(x.shape[-1], int) else None
     if (packed := _packed_weights.get(id(W))) is None or packed[0]() is not W or packed[1] != width:
-      _packed_weights[id(W)] = packed = (weakref.ref(W), width, W.pack_conv_weight(group, width))
+      _packed_weights[id(W)] = packed = (weakref.ref(W), width, W.winograd_conv_weight() if wino else W.pack_conv_weight(group, width))
       weakref.finalize(W, _packed_weights.pop, id(W), None)   # the copy lives as long as the weight
+    if wino:
+      y = x.pad(((0, 0), (0, 0)) + tuple(p))._winograd_conv(packed[2])
+      return y if B is None else y + B.reshape(1, -1, 1, 1)
     W = packed[2]
   # 16-bit: exact products summed in float32, rounded once (numpy's reference does the same)
   half, f32 = x.dtype, (lambda t: t.cast(dtypes.float32) if t is not None and _f32(t) else t)
   # the padding goes to conv2d (as torch's flat pairs, last dim first), which can lay out the padded input for the device
   return f32(x).conv2d(f32(W), f32(B), groups=group, stride=tuple(s), dilation=tuple(d), padding=[v for pair in reversed(p) for v in pair]).cast(half)
-_packed_weights: dict[int, tuple[weakref.ref, int|None, Tensor]] = {}
+_packed_weights: dict[int, tuple[weakref.ref, int|str|None, Tensor]] = {}
 
 def ConvInteger(x, w, x_zero_point=None, w_zero_point=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
                 strides=None):

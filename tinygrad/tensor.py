@@ -5,13 +5,13 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, cast
 from tinygrad.dtype import DType, DTypeLike, ConstType, dtypes, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, truncate
 from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_np_dtype, _from_np_dtype
 from tinygrad.helpers import _METADATA  # noqa: F401  # tinygrad's scripts import it from here
-from tinygrad.helpers import prod, argfix, all_int, fully_flatten
+from tinygrad.helpers import prod, argfix, all_int, fully_flatten, WINO
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.uop.ops import UOp, sint, resolve, sint_to_uop, _unique_counter, ZERO_FORWARD
 from tinygrad.device import Device
 from tinygrad.gradient import custom_grads
-from tinygrad.schedule.packing import conv_weight_panels
+from tinygrad.schedule.packing import conv_weight_panels, matmul_weight_panels
 from tinygrad.engine.schedule import create_schedule_with_vars
 from tinygrad.engine.realize import run_schedule, capturing, capturing_inputs, JitError
 
@@ -2510,12 +2510,15 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if d*(k-1) + 1 > sz:
         raise ValueError(f"{name}: kernel {tuple(k_)} (dilation {d_}) is bigger than the padded input {tuple(x.shape[2:])} in spatial dim {ax}")
     rcout, oyx = cout // groups, tuple((sz - d*(k-1) - 1) // s + 1 for sz, k, s, d in zip(x.shape[2:], k_, s_, d_))
-    # (where the renderer asks for it, the scheduler copies a big conv's weight with the output channels innermost: schedule/packing.py)
-    x = x._pool(tuple(_as_int(k, name) for k in k_), s_, d_)
-    x = x.reshape((bs, groups, cin_g, 1) + oyx + tuple(k_)).expand((bs, groups, cin_g, rcout) + oyx + tuple(k_))
-    x = x.permute([0, 1, 3] + list(range(4, 4+n)) + [2] + list(range(4+n, 4+2*n)))
-    wr = w.reshape((1, groups, rcout) + (1,)*n + (cin_g,) + tuple(k_))
-    ret = x.cast(out_dt).mul(wr.cast(out_dt)).sum(tuple(range(-1-n, 0)), dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape((bs, cout) + oyx)
+    if self.dtype == weight.dtype == out_dt and Tensor._winograd_applies(x.shape, w.shape, groups, s_, d_, out_dt):
+      ret = x._winograd_conv(w.winograd_conv_weight(False))
+    else:
+      # (where the renderer asks for it, the scheduler copies a big conv's weight with the output channels innermost: schedule/packing.py)
+      x = x._pool(tuple(_as_int(k, name) for k in k_), s_, d_)
+      x = x.reshape((bs, groups, cin_g, 1) + oyx + tuple(k_)).expand((bs, groups, cin_g, rcout) + oyx + tuple(k_))
+      x = x.permute([0, 1, 3] + list(range(4, 4+n)) + [2] + list(range(4+n, 4+2*n)))
+      wr = w.reshape((1, groups, rcout) + (1,)*n + (cin_g,) + tuple(k_))
+      ret = x.cast(out_dt).mul(wr.cast(out_dt)).sum(tuple(range(-1-n, 0)), dtype=sum_acc_dtype(out_dt)).cast(out_dt).reshape((bs, cout) + oyx)
     if self.dtype == weight.dtype == out_dt and dtypes.is_float(out_dt) and all(b >= 0 and e >= 0 for b, e in pads) and \
         all_int(self.shape + weight.shape):
       # backward as two more convolutions (_conv_grad), not through the window view (its gradient is a huge col2im reduce)
@@ -2530,6 +2533,48 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     n, shape = self.ndim, cast(tuple[int, ...], self.shape)
     panels = self.reshape((shape[0] // cols, cols) + shape[1:]).permute((0,) + tuple(range(2, n+1)) + (1,)).contiguous().realize()
     return panels.permute((0, n) + tuple(range(1, n))).reshape(shape)
+  @staticmethod
+  def _winograd_applies(xshape:tuple[sint, ...], wshape:tuple[sint, ...], groups:int, s_:tuple[int, ...], d_:tuple[int, ...], dt:DType,
+                        const_weight:bool=False) -> bool:
+    # a 2D 3x3 conv, stride and dilation 1, one group, float32, (padded) input xshape, as Winograd F(2x2, 3x3)? WINO=1: always, WINO=-1:
+    # never, WINO=0 (the default): a model's constant weight transformed once (winograd_conv_weight, the ONNX runner), 32 channels or more in
+    # and out (ResNet-18's 3x3 convs, 56x56x64 to 7x7x512: 1.5-2.3 ms where direct took 2.6-2.9 on Zen 3, one core). conv2d transforms
+    # its weight each call: that pays at 56x56x64 and 28x28x128, costs at 14x14x256 and 7x7x512 and is slower at batch 8, so not by default.
+    if len(wshape) != 4 or tuple(wshape[2:]) != (3, 3) or groups != 1 or s_ != (1, 1) or d_ != (1, 1) or dt != dtypes.float32: return False
+    if not all_int(xshape + wshape) or WINO.value < 0: return False
+    return WINO.value >= 1 or (const_weight and min(cast(int, wshape[0]), cast(int, wshape[1])) >= 32)
+  def winograd_conv_weight(self, pack:bool=True) -> Tensor:
+    """The weight (cout, cin, 3, 3) of a stride-1 3x3 conv transformed for Winograd F(2x2, 3x3): G g G^T, (16 points, cin, cout). Realized
+    (pack=True, an inference model's constant weight, done once), and where the device packs a matmul's operand, in its panels
+    (16, cout/cols, cin, cols), as the GEMM over the points reads them."""
+    if self.ndim != 4 or self.shape[2:] != (3, 3): raise ValueError(f"winograd_conv_weight: expected a (cout, cin, 3, 3) weight, got {self.shape}")
+    cout, cin = self.shape[:2]
+    g = Tensor(_kron(_WINO_G, _WINO_G), device=self.device, dtype=self.dtype)   # (16 points, 9 taps)
+    u = (self.reshape(cout, cin, 1, 9) * g.reshape(1, 1, 16, 9)).sum(-1).permute(2, 1, 0)
+    if not pack: return u
+    if (cols := matmul_weight_panels(u.uop)) is None: return u.contiguous().realize()
+    return u.reshape(16, cin, cout // cols, cols).permute(0, 2, 1, 3).contiguous().realize()
+  def _winograd_conv(self, u:Tensor) -> Tensor:
+    # this padded input (bs, cin, h, w) convolved with the 3x3 weight that u is (winograd_conv_weight): 2x2 output tiles from 4x4 input tiles
+    # (stride 2), each transformed (B^T d B, 16 points), a GEMM per point over the channels, each tile's 16 products transformed back
+    # (A^T m A). Both transforms are sums with a constant matrix (reduces, so the second one stores the conv's epilogue too).
+    bs, cin, h, w = cast(tuple[int, int, int, int], self.shape)
+    cout, (oy, ox) = prod(u.shape[1:]) // cin, (h - 2, w - 2)
+    ty, tx = (oy + 1) // 2, (ox + 1) // 2
+    bk, ak = (Tensor(_kron(m, m), device=self.device, dtype=self.dtype) for m in (_WINO_BT, _WINO_AT))
+    # (channels innermost, the GEMM's reduce axis: the input read from a channels-last copy)
+    x = self.permute(0, 2, 3, 1).contiguous().pad(((0, 0), (0, 2*ty + 2 - h), (0, 2*tx + 2 - w), (0, 0)))
+    # a tile's rows and columns 2a + i (a, i in 0, 1): 4 plain views of x, one per (a, b), each a reduce over its 2x2 (i, j)
+    bk = bk.reshape(16, 2, 2, 2, 2).permute(0, 1, 3, 2, 4)   # (points, a, b, i, j)
+    v = functools.reduce(Tensor.add, [(x.shrink((None, (2*a, 2*a + 2*ty), (2*b, 2*b + 2*tx), None)).reshape(1, bs, ty, 2, tx, 2, cin)
+      .permute(0, 1, 2, 4, 6, 3, 5) * bk[:, a, b].reshape(16, 1, 1, 1, 1, 2, 2)).sum((-2, -1)) for a in (0, 1) for b in (0, 1)])
+    v = v.reshape(16, bs*ty*tx, cin)   # (16 points, tiles, cin)
+    if u.ndim == 4:   # the weight's panels (16, cout/cols, cin, cols): the GEMM as the scheduler packs it (schedule/packing.py pack_matmul)
+      m = (v.reshape(16, bs*ty*tx, 1, 1, cin) * u.permute(0, 1, 3, 2).unsqueeze(1)).sum(-1).reshape(16, bs*ty*tx, cout)
+    else: m = v @ u
+    # back: the output tiles summed over the points, channels last (bs, 2ty, 2tx, cout), cropped to the output
+    y = m.reshape(16, bs, ty, 1, tx, 1, cout) * ak.T.reshape(16, 1, 1, 2, 1, 2, 1)
+    return y.sum(0).reshape(bs, 2*ty, 2*tx, cout).shrink((None, (0, oy), (0, ox), None)).permute(0, 3, 1, 2)
   @staticmethod
   def _conv_grad(g:Tensor, x:Tensor, w:Tensor, groups:int, s_:tuple[int, ...], d_:tuple[int, ...], pads:tuple[tuple[int, int], ...]) \
       -> tuple[Tensor, Tensor]:
@@ -3138,6 +3183,12 @@ def _class_ids(n:int, device:str, dtype:DType) -> UOp:
 def _as_int(x:sint, what:str) -> int:
   if not isinstance(x, int): raise NotImplementedError(f"{what} of a symbolic size {x}")
   return x
+
+# Winograd F(2x2, 3x3) (Lavin & Gray): input transform B^T, weight transform G, output transform A^T, and the 2D ones as Kronecker products
+_WINO_BT: list[list[float]] = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]
+_WINO_G: list[list[float]] = [[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]]
+_WINO_AT: list[list[float]] = [[1, 1, 1, 0], [0, 1, -1, -1]]
+def _kron(a:list[list[float]], b:list[list[float]]) -> list[list[float]]: return [[p*q for p in ra for q in rb] for ra in a for rb in b]
 
 def _f32(x:float) -> float: return struct.unpack("=f", struct.pack("=f", x))[0]  # round to float32, to follow torch's float maths
 

@@ -32,7 +32,7 @@ def pack_matmul(r:UOp, a:UOp, b:UOp) -> UOp|None:
   nb = len(shape) - 3
   for x, y in ((a, b), (b, a)):
     if (xs := _strides(x)) is None or (ys := _strides(y)) is None or xs[-2] != 0 or ys[-3] != 0 or 0 in ys[-2:]: continue
-    (m, n, k), batch, cols = shape[-3:], shape[:nb], 2 * (ren.machine.simd_bytes if ren.machine is not None else 64) // r.dtype.itemsize
+    (m, n, k), batch, cols = shape[-3:], shape[:nb], matmul_panel_cols(ren, r.dtype.itemsize)
     # (B one panel already, read as it is: this rule's own result, whose panel axis of 1 reads as a broadcast)
     if n % cols or (n == cols and ys[-2:] == (1, cols)): return None
     bsrc = tuple(1 if st == 0 else s for s, st in zip(batch, ys[:nb]))
@@ -45,6 +45,12 @@ def pack_matmul(r:UOp, a:UOp, b:UOp) -> UOp|None:
       x = x.shrink(((0, m), (0, 1), (0, k))).reshape((m, k)).contiguous().reshape((m, 1, k)).expand((m, n, k))
     return (x.reshape(batch + (m, n//cols, cols, k)) * y4).r(Ops.ADD, (nb+3,)).reshape(batch + (m, n, 1))
   return None
+
+def matmul_panel_cols(ren:Renderer, itemsize:int) -> int: return 2 * (ren.machine.simd_bytes if ren.machine is not None else 64) // itemsize
+def matmul_weight_panels(w:UOp) -> int|None:
+  # the columns per panel pack_matmul copies a matmul's B (*batch, k, n) into on w's device, None where it packs nothing or n doesn't split
+  if len(w.shape) < 2 or not all_int(w.shape) or (r := _packing_renderer(w)) is None: return None
+  return cols if cast(int, w.shape[-1]) % (cols := matmul_panel_cols(r, w.dtype.itemsize)) == 0 else None
 
 def conv_panel_lanes(renderer:Renderer, cout:int, itemsize:int, rows:int|None=None, taps:int=1, depth:int=0) -> int|None:
   """The output channels of one weight panel: the lanes of the register tile the heuristics give a conv whose output rows are `rows` wide and

@@ -1,0 +1,81 @@
+# Winograd F(2x2, 3x3) convolutions (Tensor._winograd_conv): stride-1 3x3 convs as an input transform, a GEMM per transformed point and an
+# output transform. Values and gradients against torch, which convs take the path (WINO=1 every one, WINO=-1 none, the default a model's
+# constant weights: the ONNX runner's Conv), and the weight transformed once
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor
+from tinygrad.helpers import Context
+from tinygrad.uop import Ops
+from tinygrad.engine.realize import run_schedule
+from extra import onnx_ops
+
+def _data(*shape, seed=0): return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+def _close(a, b, rel=1e-5): np.testing.assert_allclose(a, b, atol=rel * max(1.0, float(np.abs(b).max())), rtol=0)
+
+def _reduces(t:Tensor) -> int:
+  # the kernels of t's schedule that reduce (a direct conv is one, a Winograd conv four: the weight's, input's and output's transforms and
+  # the GEMM)
+  # the graph's kernels (the schedule, run: t is realized)
+  run_schedule(sched := t.schedule())
+  return sum(any(u.op is Ops.REDUCE_AXIS for u in si.ast.toposort()) for si in sched if si.ast.op is Ops.SINK)
+
+@pytest.mark.parametrize("bs,cin,cout,h,w,pad,bias", [(1, 16, 16, 8, 8, 1, False), (2, 5, 7, 9, 11, 1, True), (1, 3, 10, 8, 7, 0, True),
+                                                      (3, 12, 20, 6, 6, 1, False), (1, 40, 48, 7, 7, 1, True), (2, 9, 3, 5, 4, 2, True)])
+def test_forward_matches_torch(bs, cin, cout, h, w, pad, bias):
+  x, wt, b = _data(bs, cin, h, w), _data(cout, cin, 3, 3, seed=1), _data(cout, seed=2)
+  ref = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(wt), torch.tensor(b) if bias else None, padding=pad).numpy()
+  with Context(WINO=1):
+    out = Tensor(x).conv2d(Tensor(wt), Tensor(b) if bias else None, padding=pad)
+    assert _reduces(out) == 4
+    _close(out.numpy(), ref)
+
+@pytest.mark.parametrize("bs,cin,cout,h,w,pad", [(2, 5, 7, 9, 11, 1), (1, 8, 4, 6, 7, 0)])
+def test_grads_match_torch(bs, cin, cout, h, w, pad):
+  x, wt, b, g = _data(bs, cin, h, w), _data(cout, cin, 3, 3, seed=1), _data(cout, seed=2), _data(bs, cout, h + 2*pad - 2, w + 2*pad - 2, seed=3)
+  tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, wt, b))
+  (torch.nn.functional.conv2d(tx, tw, tb, padding=pad) * torch.tensor(g)).sum().backward()
+  with Context(WINO=1):
+    gx, gw, gb = (Tensor(a, requires_grad=True) for a in (x, wt, b))
+    (gx.conv2d(gw, gb, padding=pad) * Tensor(g)).sum().backward()
+    for t, r in ((gx, tx), (gw, tw), (gb, tb)): _close(t.grad.numpy(), r.grad.numpy())
+
+def test_conv_transpose_through_winograd():
+  # a stride-1 transposed conv is a conv with the flipped weight (padding 2 - p): padding 3 crops one pixel (a negative pad), whose gradient
+  # is the Winograd graph's own
+  x, wt = _data(1, 6, 9, 8), _data(6, 4, 3, 3, seed=1)
+  tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(wt, requires_grad=True)
+  ref = torch.nn.functional.conv_transpose2d(tx, tw, padding=3)
+  ref.square().sum().backward()
+  with Context(WINO=1):
+    gx, gw = Tensor(x, requires_grad=True), Tensor(wt, requires_grad=True)
+    out = gx.conv_transpose2d(gw, padding=3)
+    out.square().sum().backward()
+    _close(out.numpy(), ref.detach().numpy())
+    _close(gx.grad.numpy(), tx.grad.numpy(), 1e-4)
+    _close(gw.grad.numpy(), tw.grad.numpy(), 1e-4)
+
+def test_which_convs_take_it():
+  x, w = Tensor(_data(1, 32, 14, 14)), Tensor(_data(32, 32, 3, 3))
+  assert _reduces(x.conv2d(w, padding=1)) == 1   # plain conv2d by default: direct
+  with Context(WINO=1):
+    assert _reduces(x.conv2d(w, padding=1)) == 4
+    # not 3x3 stride 1, grouped, float16: direct
+    assert _reduces(x.conv2d(w, padding=1, stride=2)) == 1
+    assert _reduces(x.conv2d(Tensor(_data(32, 16, 3, 3)), padding=1, groups=2)) == 1
+    assert _reduces(x.conv2d(Tensor(_data(32, 32, 5, 5)), padding=2)) == 1
+    assert _reduces(x.half().conv2d(w.half(), padding=1)) == 1
+
+@pytest.mark.parametrize("cout", [48, 40])
+def test_onnx_conv_constant_weight_transformed_once(cout):
+  # the ONNX Conv of a constant weight: transformed (and where the GEMM packs its operand, in its panels, 48 = 3 panels of 16) once
+  x, wt, b = _data(1, 32, 10, 10), _data(cout, 32, 3, 3, seed=1), _data(cout, seed=2)
+  ref = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(wt), torch.tensor(b), padding=1).numpy()
+  W, B = Tensor(wt).realize(), Tensor(b).realize()
+  outs = [onnx_ops.Conv(Tensor(x), W, B, pads=[1, 1, 1, 1]) for _ in range(2)]
+  u = onnx_ops._packed_weights[id(W)][2]
+  assert u.uop.is_realized and u.shape[0] == 16 and np.prod(u.shape) == 16 * 32 * cout
+  for out in outs:
+    assert _reduces(out) == 3   # the weight's transform is done
+    _close(out.numpy(), ref)
+  with Context(WINO=-1): assert _reduces(onnx_ops.Conv(Tensor(x), Tensor(wt).realize(), B, pads=[1, 1, 1, 1])) == 1
