@@ -2557,18 +2557,22 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def _winograd_conv(self, u:Tensor) -> Tensor:
     # this padded input (bs, cin, h, w) convolved with the 3x3 weight that u is (winograd_conv_weight): 2x2 output tiles from 4x4 input tiles
     # (stride 2), each transformed (B^T d B, 16 points), a GEMM per point over the channels, each tile's 16 products transformed back
-    # (A^T m A). Both transforms are sums with a constant matrix (reduces, so the second one stores the conv's epilogue too).
+    # (A^T m A). Both transforms are sums with constant matrices (reduces: the last one is realized, its readers add the epilogue).
     bs, cin, h, w = cast(tuple[int, int, int, int], self.shape)
     cout, (oy, ox) = prod(u.shape[1:]) // cin, (h - 2, w - 2)
     ty, tx = (oy + 1) // 2, (ox + 1) // 2
-    bk, ak = (Tensor(_kron(m, m), device=self.device, dtype=self.dtype) for m in (_WINO_BT, _WINO_AT))
+    bt, ak = Tensor(_WINO_BT, device=self.device, dtype=self.dtype), Tensor(_kron(_WINO_AT, _WINO_AT), device=self.device, dtype=self.dtype)
     # (channels innermost, the GEMM's reduce axis: the input read from a channels-last copy, padded to whole tiles)
     x = self.pad(((0, 0), (0, 0), (0, 2*ty + 2 - h), (0, 2*tx + 2 - w))).permute(0, 2, 3, 1).contiguous()
-    # a tile's rows and columns 2a + i (a, i in 0, 1): 4 plain views of x, one per (a, b), each times its part of B^T x B^T, summed over (i, j)
-    # (one reduce of a sum: not a conv's product for schedule/packing.py to store blocked, the points innermost, 16 floats apart in the GEMM)
-    bk = bk.reshape(16, 2, 2, 2, 2).permute(0, 1, 3, 2, 4)   # (points, a, b, i, j)
-    v = functools.reduce(Tensor.add, [x.shrink((None, (2*a, 2*a + 2*ty), (2*b, 2*b + 2*tx), None)).reshape(1, bs, ty, 2, tx, 2, cin)
-      .permute(0, 1, 2, 4, 6, 3, 5) * bk[:, a, b].reshape(16, 1, 1, 1, 1, 2, 2) for a in (0, 1) for b in (0, 1)]).sum((-2, -1))
+    # B^T d B in two passes, rows then columns (4 multiply-adds each, where the 2D transform as one reduce takes 16). Each is one reduce of a
+    # sum: not a conv's product for schedule/packing.py to store blocked (the points innermost: the GEMM read A 16 floats apart, 3x slower)
+    def tiles(t:Tensor, ax:int, n:int, shape:tuple[int, ...], perm:tuple[int, ...], coef:tuple[int, ...]) -> Tensor:
+      # t's axis ax (2n+2) as n tiles of 4: sum over s of the rows 2s, 2s+1 of each (a plain view, reshaped to shape, permuted so the pair is
+      # last) times B^T's columns 2s, 2s+1 (reshaped to coef), summed over the pair
+      return functools.reduce(Tensor.add, [t.shrink(tuple((2*s, 2*s + 2*n) if a == ax else None for a in range(t.ndim))).reshape(shape)
+        .permute(perm) * bt[:, 2*s:2*s+2].reshape(coef) for s in (0, 1)]).sum(-1)
+    rows = tiles(x, 1, ty, (1, bs, ty, 2, 2*tx + 2, cin), (0, 1, 2, 4, 5, 3), (4, 1, 1, 1, 1, 2))   # (4 row points, bs, ty, 2tx+2, cin)
+    v = tiles(rows, 3, tx, (4, 1, bs, ty, tx, 2, cin), (0, 1, 2, 3, 4, 6, 5), (1, 4, 1, 1, 1, 1, 2))   # (4, 4 column points, bs, ty, tx, cin)
     v = v.reshape(16, bs*ty*tx, cin)   # (16 points, tiles, cin)
     if u.ndim == 4:   # the weight's panels (16, cout/cols, cin, cols): the GEMM as the scheduler packs it (schedule/packing.py pack_matmul)
       m = (v.reshape(16, bs*ty*tx, 1, 1, cin) * u.permute(0, 1, 3, 2).unsqueeze(1)).sum(-1).reshape(16, bs*ty*tx, cout)
