@@ -79,3 +79,21 @@ def test_onnx_conv_constant_weight_transformed_once(cout):
     assert _reduces(out) == 4   # the weight's transform is done
     _close(out.numpy(), ref)
   with Context(WINO=-1): assert _reduces(onnx_ops.Conv(Tensor(x), Tensor(wt).realize(), B, pads=[1, 1, 1, 1])) == 1
+
+def test_python_emulator_bounds():
+  # the PYTHON device checks every load and store against its buffer: the tiles' views, paddings and crops stay inside
+  x, wt = _data(2, 3, 5, 6), _data(4, 3, 3, 3, seed=1)
+  ref = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(wt), padding=1).numpy()
+  with Context(WINO=1):
+    _close(Tensor(x, device="PYTHON").conv2d(Tensor(wt, device="PYTHON"), padding=1).numpy(), ref)
+    u = Tensor(wt, device="PYTHON").winograd_conv_weight()
+    _close(Tensor(x, device="PYTHON").pad((1, 1, 1, 1))._winograd_conv(u).numpy(), ref)
+
+def test_gemm_reads_channels_contiguously():
+  # the GEMM's A, the input transform's output (16 points, tiles, cin), is stored with the channels contiguous even where the scheduler
+  # packs big convs (at batch 8 it stored the points innermost, and the GEMM read A 16 floats apart: 3x slower)
+  x, w = Tensor.empty(8, 64, 56, 56), Tensor.empty(64, 64, 3, 3).winograd_conv_weight()
+  sched = [si for si in x.pad((1, 1, 1, 1))._winograd_conv(w).schedule() if si.ast.op is Ops.SINK]
+  gemm = next(si for si in sched if si.bufs[-1].size == 16 * 64 * 64)   # (out, A, the weight's panels)
+  a = [u.src[1].arg.real_strides() for u in gemm.ast.toposort() if u.op is Ops.LOAD and u.src[0].arg == 1]
+  assert a and all(st[-1] == 1 for st in a), a   # the reduce axis (cin), last
