@@ -531,10 +531,10 @@ def Conv(x, W, B=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=
   if W.uop.is_realized and not W.requires_grad:   # a constant weight (an initializer): packed for the device once, then reused
     # (in the panels of the output width's register tile; a Winograd conv's weight transformed, in the panels of its GEMMs)
     padded = tuple(sz + sum(pp) if isinstance(sz, int) else sz for sz, pp in zip(x.shape[2:], p))
-    wino = x.dtype == W.dtype and Tensor._winograd_applies(x.shape[:2] + padded, W.shape, group, tuple(s), tuple(d), W.dtype, True)
-    width = "wino" if wino else (x.shape[-1] + sum(p[-1]) - d[-1] * (k[-1] - 1) - 1) // s[-1] + 1 if isinstance(x.shape[-1], int) else None
+    wino = Tensor._winograd_tile(x.shape[:2] + padded, W.shape, group, tuple(s), tuple(d), W.dtype, True) if x.dtype == W.dtype else 0
+    width = f"wino{wino}" if wino else (x.shape[-1] + sum(p[-1]) - d[-1] * (k[-1] - 1) - 1) // s[-1] + 1 if isinstance(x.shape[-1], int) else None
     if (packed := _packed_weights.get(id(W))) is None or packed[0]() is not W or packed[1] != width:
-      _packed_weights[id(W)] = packed = (weakref.ref(W), width, W.winograd_conv_weight() if wino else W.pack_conv_weight(group, width))
+      _packed_weights[id(W)] = packed = (weakref.ref(W), width, W.winograd_conv_weight(m=wino) if wino else W.pack_conv_weight(group, width))
       weakref.finalize(W, _packed_weights.pop, id(W), None)   # the copy lives as long as the weight
     if wino:
       y = x.pad(((0, 0), (0, 0)) + tuple(p))._winograd_conv(packed[2])

@@ -21,7 +21,9 @@ def _reduces(t:Tensor) -> int:
   return sum(any(u.op is Ops.REDUCE_AXIS for u in si.ast.toposort()) for si in sched if si.ast.op is Ops.SINK)
 
 @pytest.mark.parametrize("bs,cin,cout,h,w,pad,bias", [(1, 16, 16, 8, 8, 1, False), (2, 5, 7, 9, 11, 1, True), (1, 3, 10, 8, 7, 0, True),
-                                                      (3, 12, 20, 6, 6, 1, False), (1, 40, 48, 7, 7, 1, True), (2, 9, 3, 5, 4, 2, True)])
+                                                      (3, 12, 20, 6, 6, 1, False), (1, 40, 48, 7, 7, 1, True), (2, 9, 3, 5, 4, 2, True),
+                                                      # F(4x4, 3x3): outputs of 14 or more
+                                                      (1, 8, 12, 16, 17, 1, True), (2, 5, 3, 19, 14, 0, False), (1, 64, 64, 28, 28, 1, True)])
 def test_forward_matches_torch(bs, cin, cout, h, w, pad, bias):
   x, wt, b = _data(bs, cin, h, w), _data(cout, cin, 3, 3, seed=1), _data(cout, seed=2)
   ref = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(wt), torch.tensor(b) if bias else None, padding=pad).numpy()
@@ -30,7 +32,7 @@ def test_forward_matches_torch(bs, cin, cout, h, w, pad, bias):
     assert _reduces(out) == 5
     _close(out.numpy(), ref)
 
-@pytest.mark.parametrize("bs,cin,cout,h,w,pad", [(2, 5, 7, 9, 11, 1), (1, 8, 4, 6, 7, 0)])
+@pytest.mark.parametrize("bs,cin,cout,h,w,pad", [(2, 5, 7, 9, 11, 1), (1, 8, 4, 6, 7, 0), (1, 4, 6, 16, 18, 1)])
 def test_grads_match_torch(bs, cin, cout, h, w, pad):
   x, wt, b, g = _data(bs, cin, h, w), _data(cout, cin, 3, 3, seed=1), _data(cout, seed=2), _data(bs, cout, h + 2*pad - 2, w + 2*pad - 2, seed=3)
   tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, wt, b))
@@ -66,15 +68,17 @@ def test_which_convs_take_it():
     assert _reduces(x.conv2d(Tensor(_data(32, 32, 5, 5)), padding=2)) == 1
     assert _reduces(x.half().conv2d(w.half(), padding=1)) == 1
 
-@pytest.mark.parametrize("cout", [48, 40])
-def test_onnx_conv_constant_weight_transformed_once(cout):
-  # the ONNX Conv of a constant weight: transformed (and where the GEMM packs its operand, in its panels, 48 = 3 panels of 16) once
-  x, wt, b = _data(1, 32, 10, 10), _data(cout, 32, 3, 3, seed=1), _data(cout, seed=2)
+@pytest.mark.parametrize("cout,size", [(48, 10), (40, 10), (32, 16)])
+def test_onnx_conv_constant_weight_transformed_once(cout, size):
+  # the ONNX Conv of a constant weight: transformed (and where the GEMM packs its operand, in its panels, 48 = 3 panels of 16) once;
+  # F(4x4, 3x3) for an output of 16
+  x, wt, b = _data(1, 32, size, size), _data(cout, 32, 3, 3, seed=1), _data(cout, seed=2)
   ref = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(wt), torch.tensor(b), padding=1).numpy()
   W, B = Tensor(wt).realize(), Tensor(b).realize()
   outs = [onnx_ops.Conv(Tensor(x), W, B, pads=[1, 1, 1, 1]) for _ in range(2)]
   u = onnx_ops._packed_weights[id(W)][2]
-  assert u.uop.is_realized and u.shape[0] == 16 and np.prod(u.shape) == 16 * 32 * cout
+  p = 16 if size < 16 else 36
+  assert u.uop.is_realized and u.shape[0] == p and np.prod(u.shape) == p * 32 * cout
   for out in outs:
     assert _reduces(out) == 4   # the weight's transform is done
     _close(out.numpy(), ref)

@@ -2510,8 +2510,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if d*(k-1) + 1 > sz:
         raise ValueError(f"{name}: kernel {tuple(k_)} (dilation {d_}) is bigger than the padded input {tuple(x.shape[2:])} in spatial dim {ax}")
     rcout, oyx = cout // groups, tuple((sz - d*(k-1) - 1) // s + 1 for sz, k, s, d in zip(x.shape[2:], k_, s_, d_))
-    if self.dtype == weight.dtype == out_dt and Tensor._winograd_applies(x.shape, w.shape, groups, s_, d_, out_dt):
-      ret = x._winograd_conv(w.winograd_conv_weight(False))
+    if self.dtype == weight.dtype == out_dt and (m := Tensor._winograd_tile(x.shape, w.shape, groups, s_, d_, out_dt)):
+      ret = x._winograd_conv(w.winograd_conv_weight(False, m))
     else:
       # (where the renderer asks for it, the scheduler copies a big conv's weight with the output channels innermost: schedule/packing.py)
       x = x._pool(tuple(_as_int(k, name) for k in k_), s_, d_)
@@ -2534,52 +2534,58 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     panels = self.reshape((shape[0] // cols, cols) + shape[1:]).permute((0,) + tuple(range(2, n+1)) + (1,)).contiguous().realize()
     return panels.permute((0, n) + tuple(range(1, n))).reshape(shape)
   @staticmethod
-  def _winograd_applies(xshape:tuple[sint, ...], wshape:tuple[sint, ...], groups:int, s_:tuple[int, ...], d_:tuple[int, ...], dt:DType,
-                        const_weight:bool=False) -> bool:
-    # a 2D 3x3 conv, stride and dilation 1, one group, float32, (padded) input xshape, as Winograd F(2x2, 3x3)? WINO=1: always, WINO=-1:
-    # never, WINO=0 (the default): a model's constant weight transformed once (winograd_conv_weight, the ONNX runner), 32 channels or more in
-    # and out (ResNet-18's 3x3 convs, 56x56x64 to 7x7x512: 1.5-2.3 ms where direct took 2.6-2.9 on Zen 3, one core). conv2d transforms
-    # its weight each call: that pays at 56x56x64 and 28x28x128, costs at 14x14x256 and 7x7x512 and is slower at batch 8, so not by default.
-    if len(wshape) != 4 or tuple(wshape[2:]) != (3, 3) or groups != 1 or s_ != (1, 1) or d_ != (1, 1) or dt != dtypes.float32: return False
-    if not all_int(xshape + wshape) or WINO.value < 0: return False
-    return WINO.value >= 1 or (const_weight and min(cast(int, wshape[0]), cast(int, wshape[1])) >= 32)
-  def winograd_conv_weight(self, pack:bool=True) -> Tensor:
-    """The weight (cout, cin, 3, 3) of a stride-1 3x3 conv transformed for Winograd F(2x2, 3x3): G g G^T, (16 points, cin, cout). Realized
-    (pack=True, an inference model's constant weight, done once), and where the device packs a matmul's operand, in its panels
-    (16, cout/cols, cin, cols), as the GEMM over the points reads them."""
+  def _winograd_tile(xshape:tuple[sint, ...], wshape:tuple[sint, ...], groups:int, s_:tuple[int, ...], d_:tuple[int, ...], dt:DType,
+                     const_weight:bool=False) -> int:
+    # a 2D 3x3 conv, stride and dilation 1, one group, float32, (padded) input xshape, as Winograd F(mxm, 3x3): m, or 0 for a direct conv.
+    # WINO=1: always, WINO=-1: never, WINO=0 (the default): a model's constant weight transformed once (winograd_conv_weight, the ONNX
+    # runner), 32 channels or more in and out. conv2d transforms its weight each call: that pays at 56x56x64 and 28x28x128, costs at 14x14x256
+    # and 7x7x512 (and a training step of beautiful_mnist is no faster), so not by default. m = 4 for outputs of 14 or more, else 2: ResNet-18's
+    # 56x56x64, 28x28x128, 14x14x256 convs took 2.6-2.9 ms direct, 1.4-1.6 with F(2x2), 1.0-1.4 with F(4x4) (Zen 3, one core); 7x7x512 2.2
+    # with F(2x2), where F(4x4)'s GEMM alone took 2.3 (4 tiles)
+    if len(wshape) != 4 or tuple(wshape[2:]) != (3, 3) or groups != 1 or s_ != (1, 1) or d_ != (1, 1) or dt != dtypes.float32: return 0
+    if not all_int(xshape + wshape) or WINO.value < 0: return 0
+    if WINO.value < 1 and not (const_weight and min(cast(int, wshape[0]), cast(int, wshape[1])) >= 32): return 0
+    return 4 if min(cast(int, v) for v in xshape[2:]) - 2 >= 14 else 2
+  def winograd_conv_weight(self, pack:bool=True, m:int=2) -> Tensor:
+    """The weight (cout, cin, 3, 3) of a stride-1 3x3 conv transformed for Winograd F(mxm, 3x3), m 2 or 4: G g G^T, ((m+2)^2 points, cin,
+    cout). Realized (pack=True, an inference model's constant weight, done once), and where the device packs a matmul's operand, in its
+    panels (points, cout/cols, cin, cols), as the GEMM over the points reads them."""
     if self.ndim != 4 or self.shape[2:] != (3, 3): raise ValueError(f"winograd_conv_weight: expected a (cout, cin, 3, 3) weight, got {self.shape}")
-    cout, cin = self.shape[:2]
-    g = Tensor(_kron(_WINO_G, _WINO_G), device=self.device, dtype=self.dtype)   # (16 points, 9 taps)
-    u = (self.reshape(cout, cin, 1, 9) * g.reshape(1, 1, 16, 9)).sum(-1).permute(2, 1, 0)
+    if m not in _WINO: raise ValueError(f"winograd_conv_weight: output tiles of {tuple(_WINO)}, got {m}")
+    (cout, cin), p = self.shape[:2], (m + 2) ** 2
+    g = Tensor(_kron(_WINO[m][1], _WINO[m][1]), device=self.device, dtype=self.dtype)   # (points, 9 taps)
+    u = (self.reshape(cout, cin, 1, 9) * g.reshape(1, 1, p, 9)).sum(-1).permute(2, 1, 0)
     if not pack: return u
     if (cols := matmul_weight_panels(u.uop)) is None: return u.contiguous().realize()
-    return u.reshape(16, cin, cout // cols, cols).permute(0, 2, 1, 3).contiguous().realize()
+    return u.reshape(p, cin, cout // cols, cols).permute(0, 2, 1, 3).contiguous().realize()
   def _winograd_conv(self, u:Tensor) -> Tensor:
-    # this padded input (bs, cin, h, w) convolved with the 3x3 weight that u is (winograd_conv_weight): 2x2 output tiles from 4x4 input tiles
-    # (stride 2), each transformed (B^T d B, 16 points), a GEMM per point over the channels, each tile's 16 products transformed back
-    # (A^T m A). Both transforms are sums with constant matrices (reduces: the last one is realized, its readers add the epilogue).
+    # this padded input (bs, cin, h, w) convolved with the 3x3 weight that u is (winograd_conv_weight): mxm output tiles from (m+2)x(m+2)
+    # input tiles (stride m), each transformed (B^T d B, (m+2)^2 points), a GEMM per point over the channels, each tile's products transformed
+    # back (A^T m A). Both transforms are sums with constant matrices (reduces: the last one is realized, its readers add the epilogue).
     bs, cin, h, w = cast(tuple[int, int, int, int], self.shape)
-    cout, (oy, ox) = prod(u.shape[1:]) // cin, (h - 2, w - 2)
-    ty, tx = (oy + 1) // 2, (ox + 1) // 2
-    bt, ak = Tensor(_WINO_BT, device=self.device, dtype=self.dtype), Tensor(_kron(_WINO_AT, _WINO_AT), device=self.device, dtype=self.dtype)
-    # (channels innermost, the GEMM's reduce axis: the input read from a channels-last copy, padded to whole tiles)
-    x = self.pad(((0, 0), (0, 0), (0, 2*ty + 2 - h), (0, 2*tx + 2 - w))).permute(0, 2, 3, 1).contiguous()
-    # B^T d B in two passes, rows then columns (4 multiply-adds each, where the 2D transform as one reduce takes 16). Each is one reduce of a
-    # sum: not a conv's product for schedule/packing.py to store blocked (the points innermost: the GEMM read A 16 floats apart, 3x slower)
-    def tiles(t:Tensor, ax:int, n:int, shape:tuple[int, ...], perm:tuple[int, ...], coef:tuple[int, ...]) -> Tensor:
-      # t's axis ax (2n+2) as n tiles of 4: sum over s of the rows 2s, 2s+1 of each (a plain view, reshaped to shape, permuted so the pair is
-      # last) times B^T's columns 2s, 2s+1 (reshaped to coef), summed over the pair
-      return functools.reduce(Tensor.add, [t.shrink(tuple((2*s, 2*s + 2*n) if a == ax else None for a in range(t.ndim))).reshape(shape)
-        .permute(perm) * bt[:, 2*s:2*s+2].reshape(coef) for s in (0, 1)]).sum(-1)
-    rows = tiles(x, 1, ty, (1, bs, ty, 2, 2*tx + 2, cin), (0, 1, 2, 4, 5, 3), (4, 1, 1, 1, 1, 2))   # (4 row points, bs, ty, 2tx+2, cin)
-    v = tiles(rows, 3, tx, (4, 1, bs, ty, tx, 2, cin), (0, 1, 2, 3, 4, 6, 5), (1, 4, 1, 1, 1, 1, 2))   # (4, 4 column points, bs, ty, tx, cin)
-    v = v.reshape(16, bs*ty*tx, cin)   # (16 points, tiles, cin)
-    if u.ndim == 4:   # the weight's panels (16, cout/cols, cin, cols): the GEMM as the scheduler packs it (schedule/packing.py pack_matmul)
-      m = (v.reshape(16, bs*ty*tx, 1, 1, cin) * u.permute(0, 1, 3, 2).unsqueeze(1)).sum(-1).reshape(16, bs*ty*tx, cout)
-    else: m = v @ u
-    # back: the output tiles summed over the points, channels last (bs, 2ty, 2tx, cout), cropped to the output
-    y = m.reshape(16, bs, ty, 1, tx, 1, cout) * ak.T.reshape(16, 1, 1, 2, 1, 2, 1)
-    return y.sum(0).reshape(bs, 2*ty, 2*tx, cout).shrink((None, (0, oy), (0, ox), None)).permute(0, 3, 1, 2)
+    p, (oy, ox) = cast(int, u.shape[0]), (h - 2, w - 2)
+    cout, n = prod(u.shape[1:]) // cin, math.isqrt(p)
+    m, cdiv = n - 2, (lambda a, b: -(-a // b))
+    ty, tx = cdiv(oy, m), cdiv(ox, m)
+    bt, ak = (Tensor(a, device=self.device, dtype=self.dtype) for a in (_WINO[m][0], _kron(_WINO[m][2], _WINO[m][2])))
+    # (channels innermost, the GEMM's reduce axis: the input read from a channels-last copy, padded to whole tiles and one more)
+    x = self.pad(((0, 0), (0, 0), (0, m*ty + m - h), (0, m*tx + m - w))).permute(0, 2, 3, 1).contiguous()
+    # B^T d B in two passes, rows then columns (2m multiply-adds each, where the 2D transform as one reduce takes (m+2)^2). Each is one
+    # reduce of a sum: not a conv's product for schedule/packing.py to store blocked (the points innermost: the GEMM read A 16 floats apart)
+    def tiles(t:Tensor, ax:int, k:int, shape:tuple[int, ...], perm:tuple[int, ...], coef:tuple[int, ...]) -> Tensor:
+      # t's axis ax (m*k+m) as k tiles: sum over s of the rows ms..ms+m-1 of each (a plain view, reshaped to shape, permuted so those rows
+      # are last) times B^T's columns ms..ms+m-1 (reshaped to coef), summed over those rows
+      return functools.reduce(Tensor.add, [t.shrink(tuple((m*s, m*s + m*k) if a == ax else None for a in range(t.ndim))).reshape(shape)
+        .permute(perm) * bt[:, m*s:m*s+m].reshape(coef) for s in (0, 1)]).sum(-1)
+    rows = tiles(x, 1, ty, (1, bs, ty, m, m*tx + m, cin), (0, 1, 2, 4, 5, 3), (n, 1, 1, 1, 1, m))   # (n row points, bs, ty, m*tx+m, cin)
+    v = tiles(rows, 3, tx, (n, 1, bs, ty, tx, m, cin), (0, 1, 2, 3, 4, 6, 5), (1, n, 1, 1, 1, 1, m))   # (n, n column points, bs, ty, tx, cin)
+    v = v.reshape(p, bs*ty*tx, cin)   # (points, tiles, cin)
+    if u.ndim == 4:   # the weight's panels (points, cout/cols, cin, cols): the GEMM as the scheduler packs it (schedule/packing.py pack_matmul)
+      mm = (v.reshape(p, bs*ty*tx, 1, 1, cin) * u.permute(0, 1, 3, 2).unsqueeze(1)).sum(-1).reshape(p, bs*ty*tx, cout)
+    else: mm = v @ u
+    # back: the output tiles summed over the points, channels last (bs, m*ty, m*tx, cout), cropped to the output
+    y = mm.reshape(p, bs, ty, 1, tx, 1, cout) * ak.T.reshape(p, 1, 1, m, 1, m, 1)
+    return y.sum(0).reshape(bs, m*ty, m*tx, cout).shrink((None, (0, oy), (0, ox), None)).permute(0, 3, 1, 2)
   @staticmethod
   def _conv_grad(g:Tensor, x:Tensor, w:Tensor, groups:int, s_:tuple[int, ...], d_:tuple[int, ...], pads:tuple[tuple[int, int], ...]) \
       -> tuple[Tensor, Tensor]:
@@ -3190,9 +3196,14 @@ def _as_int(x:sint, what:str) -> int:
   return x
 
 # Winograd F(2x2, 3x3) (Lavin & Gray): input transform B^T, weight transform G, output transform A^T, and the 2D ones as Kronecker products
-_WINO_BT: list[list[float]] = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]
-_WINO_G: list[list[float]] = [[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]]
-_WINO_AT: list[list[float]] = [[1, 1, 1, 0], [0, 1, -1, -1]]
+# Winograd F(2x2, 3x3) and F(4x4, 3x3) (Lavin & Gray), by output tile m: input transform B^T (its columns padded with zeros to 2m: two views
+# of m rows), weight transform G, output transform A^T; the 2D ones as Kronecker products
+_WINO: dict[int, tuple[list[list[float]], list[list[float]], list[list[float]]]] = {
+  2: ([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], [[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]],
+      [[1, 1, 1, 0], [0, 1, -1, -1]]),
+  4: ([[4, 0, -5, 0, 1, 0, 0, 0], [0, -4, -4, 1, 1, 0, 0, 0], [0, 4, -4, -1, 1, 0, 0, 0], [0, -2, -1, 2, 1, 0, 0, 0], [0, 2, -1, -2, 1, 0, 0, 0],
+       [0, 4, 0, -5, 0, 1, 0, 0]], [[1/4, 0, 0], [-1/6, -1/6, -1/6], [-1/6, 1/6, -1/6], [1/24, 1/12, 1/6], [1/24, -1/12, 1/6], [0, 0, 1]],
+      [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]])}
 def _kron(a:list[list[float]], b:list[list[float]]) -> list[list[float]]: return [[p*q for p in ra for q in rb] for ra in a for rb in b]
 
 def _f32(x:float) -> float: return struct.unpack("=f", struct.pack("=f", x))[0]  # round to float32, to follow torch's float maths
