@@ -14,8 +14,8 @@ def _data(*shape, seed=0): return np.random.default_rng(seed).standard_normal(sh
 def _close(a, b, rel=1e-5): np.testing.assert_allclose(a, b, atol=rel * max(1.0, float(np.abs(b).max())), rtol=0)
 
 def _reduces(t:Tensor) -> int:
-  # the kernels of t's schedule that reduce (a direct conv is one, a Winograd conv five: the weight's transform, the input's in two passes,
-  # the GEMM and the output's transform)
+  # the kernels of t's schedule that reduce (a direct conv is one, a Winograd conv six: the weight's transform, the input's in two passes,
+  # the GEMM and the output's in two passes)
   # the graph's kernels (the schedule, run: t is realized)
   run_schedule(sched := t.schedule())
   return sum(any(u.op is Ops.REDUCE_AXIS for u in si.ast.toposort()) for si in sched if si.ast.op is Ops.SINK)
@@ -29,8 +29,9 @@ def test_forward_matches_torch(bs, cin, cout, h, w, pad, bias):
   ref = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(wt), torch.tensor(b) if bias else None, padding=pad).numpy()
   with Context(WINO=1):
     out = Tensor(x).conv2d(Tensor(wt), Tensor(b) if bias else None, padding=pad)
-    assert _reduces(out) == 5
-    _close(out.numpy(), ref)
+    assert _reduces(out) == 6
+    # (F(4x4, 3x3)'s transforms have entries up to 8 and 1/24: errors up to some 1e-5 of the largest output, F(2x2)'s 1e-6)
+    _close(out.numpy(), ref, 1e-5 if min(ref.shape[2:]) < 14 else 5e-5)
 
 @pytest.mark.parametrize("bs,cin,cout,h,w,pad", [(2, 5, 7, 9, 11, 1), (1, 8, 4, 6, 7, 0), (1, 4, 6, 16, 18, 1)])
 def test_grads_match_torch(bs, cin, cout, h, w, pad):
@@ -61,7 +62,7 @@ def test_which_convs_take_it():
   x, w = Tensor(_data(1, 32, 14, 14)), Tensor(_data(32, 32, 3, 3))
   assert _reduces(x.conv2d(w, padding=1)) == 1   # plain conv2d by default: direct
   with Context(WINO=1):
-    assert _reduces(x.conv2d(w, padding=1)) == 5
+    assert _reduces(x.conv2d(w, padding=1)) == 6
     # not 3x3 stride 1, grouped, float16: direct
     assert _reduces(x.conv2d(w, padding=1, stride=2)) == 1
     assert _reduces(x.conv2d(Tensor(_data(32, 16, 3, 3)), padding=1, groups=2)) == 1
@@ -80,7 +81,7 @@ def test_onnx_conv_constant_weight_transformed_once(cout, size):
   p = 16 if size < 16 else 36
   assert u.uop.is_realized and u.shape[0] == p and np.prod(u.shape) == p * 32 * cout
   for out in outs:
-    assert _reduces(out) == 4   # the weight's transform is done
+    assert _reduces(out) == 5   # the weight's transform is done
     _close(out.numpy(), ref)
   with Context(WINO=-1): assert _reduces(onnx_ops.Conv(Tensor(x), Tensor(wt).realize(), B, pads=[1, 1, 1, 1])) == 1
 

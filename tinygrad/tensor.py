@@ -2567,7 +2567,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     cout, n = prod(u.shape[1:]) // cin, math.isqrt(p)
     m, cdiv = n - 2, (lambda a, b: -(-a // b))
     ty, tx = cdiv(oy, m), cdiv(ox, m)
-    bt, ak = (Tensor(a, device=self.device, dtype=self.dtype) for a in (_WINO[m][0], _kron(_WINO[m][2], _WINO[m][2])))
+    bt, at = (Tensor(a, device=self.device, dtype=self.dtype) for a in (_WINO[m][0], _WINO[m][2]))
     # (channels innermost, the GEMM's reduce axis: the input read from a channels-last copy, padded to whole tiles and one more)
     x = self.pad(((0, 0), (0, 0), (0, m*ty + m - h), (0, m*tx + m - w))).permute(0, 2, 3, 1).contiguous()
     # B^T d B in two passes, rows then columns (2m multiply-adds each, where the 2D transform as one reduce takes (m+2)^2). Each is one
@@ -2583,9 +2583,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if u.ndim == 4:   # the weight's panels (points, cout/cols, cin, cols): the GEMM as the scheduler packs it (schedule/packing.py pack_matmul)
       mm = (v.reshape(p, bs*ty*tx, 1, 1, cin) * u.permute(0, 1, 3, 2).unsqueeze(1)).sum(-1).reshape(p, bs*ty*tx, cout)
     else: mm = v @ u
-    # back: the output tiles summed over the points, channels last (bs, m*ty, m*tx, cout), cropped to the output
-    y = mm.reshape(p, bs, ty, 1, tx, 1, cout) * ak.T.reshape(p, 1, 1, m, 1, m, 1)
-    return y.sum(0).reshape(bs, m*ty, m*tx, cout).shrink((None, (0, oy), (0, ox), None)).permute(0, 3, 1, 2)
+    # back: A^T over the points' rows, then their columns (each a reduce over its last axis, which schedule/packing.py leaves alone), the output
+    # tiles channels last (bs, m*ty, m*tx, cout), cropped to the output
+    z = (mm.reshape(1, n, n, bs, ty, tx, cout).permute(0, 2, 3, 4, 5, 6, 1) * at.reshape(m, 1, 1, 1, 1, 1, n)).sum(-1)   # (m, n, bs, ty, tx, cout)
+    y = (z.permute(2, 3, 0, 4, 5, 1).reshape(bs, ty, m, tx, 1, cout, n) * at.reshape(1, 1, 1, 1, m, 1, n)).sum(-1)
+    return y.reshape(bs, m*ty, m*tx, cout).shrink((None, (0, oy), (0, ox), None)).permute(0, 3, 1, 2)
   @staticmethod
   def _conv_grad(g:Tensor, x:Tensor, w:Tensor, groups:int, s_:tuple[int, ...], d_:tuple[int, ...], pads:tuple[tuple[int, int], ...]) \
       -> tuple[Tensor, Tensor]:
