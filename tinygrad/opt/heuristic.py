@@ -113,7 +113,11 @@ def hand_coded_optimizations(k:Kernel) -> list[Opt]:
         if row_tiles and not any(d * panel <= budget for d in fits) and (outer := next(c for c in cols if k.full_shape[glb[c]] != 1)) != row_axis:
           # the panel loop goes outermost, then the row axis is cut: (row blocks, panels, row tiles of a block). And the panels are taken
           # in groups of twice L2 that every row block passes over before the next group: all of B for each row block streamed 16 MB
-          # from L3 (where other processes' data and 4 KB pages, beyond the TLB's reach, made it 380-410 ms against 220 at 2048)
+          # from L3 (where other processes' data and 4 KB pages, beyond the TLB's reach, made it 380-410 ms against 220 at 2048; with huge
+          # pages still 76-81 GFLOP/s against 92-94, though 97 on buffers that L3 happened to keep). Measured on that Zen 3 at 2048 and
+          # no better: groups of 2 or 4 MB, row blocks of 2 or 8 tiles, prefetch 8 or 32 steps ahead (all within 1.5%, the machine's noise);
+          # 6-row tiles on rows padded to 2052; and K blocks (the reduce cut in 256-1024 and B's K block reused from L1 by a block's row
+          # tiles, partial sums added into C): the cut kernels alone ran 83-95 GFLOP/s, as K=2048 does or less, before C's extra passes
           if (outer == 0 or _try(k, Opt(OptOps.SWAP, 0, outer), opts)) and \
              _try(k, Opt(OptOps.BLOCK, outer if row_axis == 0 else row_axis, max(row_tiles)), opts):
             if (group := [d for d in range(2, n) if n % d == 0 and d * panel <= 2 * m.l2]): _try(k, Opt(OptOps.BLOCK, 1, max(group)), opts)
