@@ -212,6 +212,44 @@ def test_view_of_a_pending_update_sees_the_next_one():
   for g, w in zip(run(Tensor.arange(6.0).reshape(2, 3).contiguous().realize()), run(torch.arange(6.0).reshape(2, 3))):
     np.testing.assert_equal(g.numpy(), w.numpy())
 
+DETACH_ALIASES = {"detach": lambda x: x.detach(), "detach_slice": lambda x: x.detach()[1:], "slice_detach": lambda x: x[:, 1:].detach(),
+                  "detach_T": lambda x: x.detach().T}
+DETACH_UPDATES = {"x+=": lambda x, d, lib: x.__iadd__(1), "d+=": lambda x, d, lib: d.__imul__(3), "d[0]=": lambda x, d, lib: d.__setitem__(0, 9.0),
+                  "d.assign": lambda x, d, lib: d.copy_(d + 10) if lib is torch else d.assign(d + 10)}
+
+@pytest.mark.parametrize("alias", list(DETACH_ALIASES))
+@pytest.mark.parametrize("update", list(DETACH_UPDATES))
+@pytest.mark.parametrize("pending", [False, True])
+def test_detach_shares_the_buffer(alias, update, pending):
+  # torch: x.detach() (and its views) share x's storage: an update through either is seen through the other; values read before keep it
+  def run(lib, x):
+    if pending: x += 1
+    d = DETACH_ALIASES[alias](x)
+    before = d * 2
+    DETACH_UPDATES[update](x, d, lib)
+    return [before, d, d * 1, x]
+  want = run(torch, torch.arange(6.0).reshape(2, 3))
+  got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
+  for g, w in zip(got, want): np.testing.assert_equal(g.numpy(), w.numpy())
+
+def test_detach_of_a_parameter_follows_its_updates():
+  # an EMA-style copy: d = w.detach() sees the optimizer's in-place step, a write through d changes w; grads stay as torch's and d needs none
+  def run(lib, w):
+    d = w.detach()
+    loss = (w * w * d).sum()
+    loss.backward()
+    g1 = w.grad * 1
+    with lib.no_grad(): w -= 0.1 * w.grad
+    seen = d * 1
+    d += 1
+    w.grad = None
+    (w * w).sum().backward()
+    return [g1, seen, d, w, w.grad], (d * w).requires_grad
+  want, wr = run(torch, torch.arange(4.0, requires_grad=True))
+  got, gr = run(Tensor, Tensor.arange(4.0).contiguous().realize().requires_grad_())
+  assert wr == gr
+  for g, w in zip(got, want): np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-6)
+
 def test_update_of_an_aliased_buffer_runs_one_kernel():
   from tinygrad import GlobalCounters
   x = Tensor.arange(6.0).reshape(2, 3).contiguous().realize()
