@@ -250,6 +250,38 @@ def test_detach_of_a_parameter_follows_its_updates():
   assert wr == gr
   for g, w in zip(got, want): np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-6)
 
+# torch makes copies here (flip, pad, repeat, a reshape that strides can't express) and views there (steps, diagonal, unfold, expand)
+COPIES = {"flip": (lambda x: x.flip(0), lambda x: x.flip(0)), "pad": (lambda x: x.pad(((0, 0), (1, 1))), lambda x: torch.nn.functional.pad(x, (1, 1))),
+          "repeat": (lambda x: x.repeat(2, 1), lambda x: x.repeat(2, 1)), "T.reshape": (lambda x: x.T.reshape(-1), lambda x: x.T.reshape(-1)),
+          "T.flatten": (lambda x: x.T.flatten(), lambda x: x.T.flatten())}
+VIEWS = {"step": (lambda x: x[:, ::2], lambda x: x[:, ::2]), "diagonal": (lambda x: x.diagonal(), lambda x: x.diagonal()),
+         "unfold": (lambda x: x.unfold(1, 2, 1), lambda x: x.unfold(1, 2, 1)), "T.step": (lambda x: x.T[::2, 1], lambda x: x.T[::2, 1]),
+         "expand": (lambda x: x[None].expand(2, 2, 3), lambda x: x[None].expand(2, 2, 3))}
+MAKE_UPDATES = {"x+=": lambda x, y: x.__iadd__(10), "y+=": lambda x, y: y.__iadd__(1), "y[0]=": lambda x, y: y.__setitem__(0, 5.0),
+                "x.setitem": lambda x, y: x.__setitem__((slice(None), 0), -1.0)}
+
+@pytest.mark.parametrize("make", list(COPIES) + list(VIEWS))
+@pytest.mark.parametrize("update", list(MAKE_UPDATES))
+def test_copies_and_views_as_torch(make, update):
+  if make == "expand" and update in ("y+=", "y[0]="): pytest.skip("torch refuses writes through an expanded view")
+  def run(lib, x):
+    y = (COPIES | VIEWS)[make][lib is torch](x)
+    before = y * 1
+    MAKE_UPDATES[update](x, y)
+    return [before, y, x, y + 0]
+  want = run(torch, torch.arange(6.0).reshape(2, 3))
+  got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
+  for g, w in zip(got, want): np.testing.assert_equal(g.numpy(), w.numpy())
+
+def test_update_through_a_view_of_a_pending_update():
+  def run(x):
+    x += 1
+    v = x[:, 1:]
+    v += 10
+    return [v, x]
+  for g, w in zip(run(Tensor.arange(6.0).reshape(2, 3).contiguous().realize()), run(torch.arange(6.0).reshape(2, 3))):
+    np.testing.assert_equal(g.numpy(), w.numpy())
+
 def test_update_of_an_aliased_buffer_runs_one_kernel():
   from tinygrad import GlobalCounters
   x = Tensor.arange(6.0).reshape(2, 3).contiguous().realize()

@@ -42,8 +42,19 @@ def _storage(u:UOp) -> UOp:
   return u
 def _undetach(u:UOp) -> UOp:
   # a view without the DETACHes in it: what an update made through a detached alias writes into
+  x = u
+  while (op := x.op) in _MOVEMENT: x = x.src[0]
+  if op is not Ops.DETACH: return u   # (the usual case: no DETACH in the chain)
   if u.op is Ops.DETACH: return _undetach(u.src[0])
   return u.replace(src=(s,) + u.src[1:]) if u.op in _MOVEMENT and (s := _undetach(u.src[0])) is not u.src[0] else u
+def _strided(u:UOp) -> bool:
+  # a view that addresses its buffer with one set of non-negative strides, as torch's views do (slices, steps, permutes, expands, diagonal,
+  # unfold); flip, pad, repeat and a reshape of a transpose make copies in torch: they are values computed from the buffer, not views of it
+  if (ret := u.__dict__.get("_strided")) is not None: return ret
+  st = _undetach(u).st
+  if len(st.views) > 1: st = st.simplify()
+  ret = u.__dict__["_strided"] = len(st.views) == 1 and (v := st.views[0]).mask is None and all(not isinstance(x, int) or x >= 0 for x in v.strides)
+  return ret
 def _track(ref:weakref.ref[Tensor], u:UOp) -> None:
   if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT and op is not Ops.DETACH or (b := _storage(u)).op is not Ops.BUFFER):
     _lazy_tensors[ref] = None
@@ -532,6 +543,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     for r in [r for r, latest in targets.items() if latest() is None] if targets else (): del targets[r]
     if targets:
       assigns, readers, snap_bufs, stale_readers, stale_origins = _old_readers(roots)
+      # (a reader that is a copy-making view (flip, pad) would be a view to the scheduler: it is copied out)
+      for t in readers:
+        if t._uop.op in _MOVEMENT or t._uop.op is Ops.DETACH: t.uop = t._uop.contiguous()
       if readers: roots += [t._uop for t in readers]
       if stale_origins: _modified.update((k, None) for k in stale_origins)
       for a in assigns:
@@ -572,7 +586,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     self.realize()
     # (a detached alias (d = x.detach(); d += 1) wrote into x's buffer: it stays detached)
     if not self._requires_grad and self._uop.op is not Ops.DETACH and _reaches_grad(self._uop): self.uop = self._uop.detach()
-  def _assign(self, x:Any) -> bool:
+  def _assign(self, x:Any, part:bool=False) -> bool:
     # True: another live tensor views the buffer (x[1:3] or x.T made before): as in PyTorch, a read through it after the update sees the
     # update, so the caller runs it now (as setitem does); lazy values read before it keep the old contents (they are computed first)
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
@@ -583,7 +597,8 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # buffer (as in torch) and runs now, so that d, then detached again, reads it (one adding a value that requires grad just becomes it)
     u, detached = self.uop, False
     if (plain := _undetach(u)) is not u and not x.requires_grad and (plain.is_realized or plain.base.op is Ops.ASSIGN): u, detached = plain, True
-    if not (u.is_realized or u.base.op is Ops.ASSIGN) or x.uop is self.uop:
+    # (a copy-making view (x.flip(0)) is a value of its own, unless it is the part of a view that setitem writes (t[::-1] = v))
+    if not (u.is_realized or u.base.op is Ops.ASSIGN) or x.uop is self.uop or not (part or _strided(u)):
       self.replace(x)
       return False
     # (a lazy view of a pending update aliases the buffer too: the pending update runs first (alone: a realize of the view would copy it
@@ -600,8 +615,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if x.requires_grad: _grad_assign_targets[target] = None
       # (where autograd tracks the buffer, only an update of the whole of it: one made through a view has its gradient in setitem's blend)
       whole = (u := self.uop.src[0]).op is Ops.BUFFER or u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER
-      return detached or (whole or not (self._requires_grad or x._requires_grad)) and \
-        any((t := r()) is not None and t is not self and _storage(t._uop) is target for r in list(target.__dict__.get("_views", ())))
+      views = [t for r in list(target.__dict__.get("_views", ())) if (t := r()) is not None and t is not self and _storage(t._uop) is target]
+      # (a copy-making view (x.flip(0), x.pad(..)) keeps the old contents, as torch's copy does: a lazy copy, computed before the update)
+      for t in views:
+        if not _strided(t._uop): t.uop = t._uop.contiguous()
+      return detached or (whole or not (self._requires_grad or x._requires_grad)) and any(_strided(t._uop) for t in views)
     return False
   def detach(self) -> Tensor: return Tensor(self.uop.detach(), requires_grad=False)
   def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
@@ -1657,10 +1675,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     new_x, value_requires_grad = x._advanced_put(advanced, vt) if advanced else vt, vt.requires_grad
     # (lazy values of this function left alive would read the buffer's old contents: the realize below would compute them too)
     del vt
-    in_buffer = (u := _undetach(self.uop)).is_realized or u.base.op is Ops.ASSIGN
+    in_buffer = ((u := _undetach(self.uop)).is_realized or u.base.op is Ops.ASSIGN) and _strided(u)
     if in_buffer and not (self.requires_grad or value_requires_grad):
       # a buffer is written in place, only in the view the basic indices select (t[3:5] = 1 touches 2 elements, like torch)
-      x._assign(new_x)
+      x._assign(new_x, part=True)
       del new_x
       x.realize()
       if self.uop.base.op is Ops.ASSIGN: self.realize()
