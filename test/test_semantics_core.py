@@ -282,6 +282,24 @@ def test_update_through_a_view_of_a_pending_update():
   for g, w in zip(run(Tensor.arange(6.0).reshape(2, 3).contiguous().realize()), run(torch.arange(6.0).reshape(2, 3))):
     np.testing.assert_equal(g.numpy(), w.numpy())
 
+TWINS = {"x*2": lambda x, lib: x * 2, "clone": lambda x, lib: x.clone(), "zeros.contiguous": lambda x, lib: lib.zeros(2, 3).contiguous(),
+         "exp": lambda x, lib: x.exp()}
+TWIN_REALIZE = {"a": lambda a, b: a.realize(), "both": lambda a, b: Tensor.realize(a, b), "b": lambda a, b: b.realize(), "a.numpy": lambda a, b: a.numpy()}
+
+@pytest.mark.parametrize("make", list(TWINS))
+@pytest.mark.parametrize("realize", list(TWIN_REALIZE))
+def test_equal_graphs_computed_apart_are_two_tensors(make, realize):
+  # hash-consing makes a = x*2 and b = x*2 one graph; a realize gave them one buffer, so a += 1 changed b too (torch: two tensors)
+  def run(lib, x):
+    a, b = TWINS[make](x, lib), TWINS[make](x, lib)
+    if lib is Tensor: TWIN_REALIZE[realize](a, b)
+    a += 1
+    b[0] = 7.0
+    return [a, b]
+  want = run(torch, torch.arange(6.0).reshape(2, 3))
+  got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
+  for g, w in zip(got, want): np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+
 def test_update_of_an_aliased_buffer_runs_one_kernel():
   from tinygrad import GlobalCounters
   x = Tensor.arange(6.0).reshape(2, 3).contiguous().realize()

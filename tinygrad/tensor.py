@@ -535,6 +535,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def schedule_with_vars(self, *lst:Tensor) -> tuple[list, dict[UOp, int]]:
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
     first_new_buffer = next(_unique_counter)
+    # tensors computed apart that hash-consing made one graph (a = x*2; b = x*2, two .clone()s) are two tensors in torch: the realize
+    # would give them one buffer, which an in-place update of one would change for both. The first root keeps it, the others copy it
+    if (mine := {t._uop: t for t in reversed((self,) + lst) if t._ref in _lazy_tensors and t._uop.op is not Ops.ASSIGN}):
+      for ref in list(_lazy_tensors):
+        if (t := ref()) is not None and mine.get(u := t._uop, t) is not t and isinstance(dev := t.device, str): t.uop = u.copy_to_device(dev)
     roots, copies = [self._uop] + [t._uop for t in lst], []
     stale_readers: list[Tensor] = []
     # (an ASSIGN dropped unrealized leaves its entry: gone, it keeps no realize looking)
