@@ -282,6 +282,24 @@ def test_update_through_a_view_of_a_pending_update():
   for g, w in zip(run(Tensor.arange(6.0).reshape(2, 3).contiguous().realize()), run(torch.arange(6.0).reshape(2, 3))):
     np.testing.assert_equal(g.numpy(), w.numpy())
 
+LAZY_VIEWS = {"slice": lambda x: x[1:], "detach": lambda x: x.detach(), "T": lambda x: x.T, "detach_row": lambda x: x.detach()[0]}
+LAZY_UPDATES = {"x+=": lambda x, v: x.__iadd__(1), "v+=": lambda x, v: v.__imul__(3), "x[0]=": lambda x, v: x.__setitem__(0, -1.0),
+                "v.fill": lambda x, v: v.__setitem__(..., 5.0)}
+
+@pytest.mark.parametrize("view", list(LAZY_VIEWS))
+@pytest.mark.parametrize("update", list(LAZY_UPDATES))
+def test_views_of_a_lazy_tensor_alias_it(view, update):
+  # x = y * 2 is still a graph: torch computed it, and v = x[1:] (or x.detach()) shares its storage; x is put in a buffer at the update
+  def run(lib, y):
+    x = y * 2
+    v = LAZY_VIEWS[view](x)
+    before = v + 0
+    LAZY_UPDATES[update](x, v)
+    return [before, v, x]
+  want = run(torch, torch.arange(6.0).reshape(2, 3))
+  got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
+  for g, w in zip(got, want): np.testing.assert_equal(g.numpy(), w.numpy())
+
 TWINS = {"x*2": lambda x, lib: x * 2, "clone": lambda x, lib: x.clone(), "zeros.contiguous": lambda x, lib: lib.zeros(2, 3).contiguous(),
          "exp": lambda x, lib: x.exp()}
 TWIN_REALIZE = {"a": lambda a, b: a.realize(), "both": lambda a, b: Tensor.realize(a, b), "b": lambda a, b: b.realize(), "a.numpy": lambda a, b: a.numpy()}

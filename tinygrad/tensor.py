@@ -550,7 +550,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       assigns, readers, snap_bufs, stale_readers, stale_origins = _old_readers(roots)
       # (a reader that is a copy-making view (flip, pad) would be a view to the scheduler: it is copied out)
       for t in readers:
-        if t._uop.op in _MOVEMENT or t._uop.op is Ops.DETACH: t.uop = t._uop.contiguous()
+        if ((o := t._uop.op) in _MOVEMENT or o is Ops.DETACH) and _storage(t._uop).op in (Ops.BUFFER, Ops.ASSIGN): t.uop = t._uop.contiguous()
       if readers: roots += [t._uop for t in readers]
       if stale_origins: _modified.update((k, None) for k in stale_origins)
       for a in assigns:
@@ -600,6 +600,14 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if x.device != self.device: raise ValueError(f"assign needs the same device, got {x.device} for a tensor on {self.device}")
     # a pending ASSIGN counts as realized: it writes into a buffer. An update through a detached alias of one (d = x.detach()) writes x's
     # buffer (as in torch) and runs now, so that d, then detached again, reads it (one adding a value that requires grad just becomes it)
+    # a graph still to compute that another live tensor views (v = x[1:] or x.detach() of a lazy x): as torch, which computed x, it is
+    # put in a buffer first (by a tensor of exactly that graph: a twin computed apart gets a copy), then updated there
+    if (k := _storage(u := self.uop)).op not in (Ops.BUFFER, Ops.ASSIGN, Ops.CONST) and x.uop is not u and isinstance(self.device, str):
+      share = [t for r in [*_lazy_tensors] if (t := r()) is not None and t is not self and (t._uop is k or (o := t._uop.op) in _MOVEMENT or
+                                                                                        o is Ops.DETACH) and _storage(t._uop) is k]
+      if any(t._uop is not k for t in share) or (share and u is not k):
+        owner = self if u is k else next((t for t in share if t._uop is k), None)
+        (owner if owner is not None else Tensor(k)).realize()
     u, detached = self.uop, False
     if (plain := _undetach(u)) is not u and not x.requires_grad and (plain.is_realized or plain.base.op is Ops.ASSIGN): u, detached = plain, True
     # (a copy-making view (x.flip(0)) is a value of its own, unless it is the part of a view that setitem writes (t[::-1] = v))
