@@ -212,6 +212,112 @@ def test_view_of_a_pending_update_sees_the_next_one():
   for g, w in zip(run(Tensor.arange(6.0).reshape(2, 3).contiguous().realize()), run(torch.arange(6.0).reshape(2, 3))):
     np.testing.assert_equal(g.numpy(), w.numpy())
 
+DETACH_ALIASES = {"detach": lambda x: x.detach(), "detach_slice": lambda x: x.detach()[1:], "slice_detach": lambda x: x[:, 1:].detach(),
+                  "detach_T": lambda x: x.detach().T}
+DETACH_UPDATES = {"x+=": lambda x, d, lib: x.__iadd__(1), "d+=": lambda x, d, lib: d.__imul__(3), "d[0]=": lambda x, d, lib: d.__setitem__(0, 9.0),
+                  "d.assign": lambda x, d, lib: d.copy_(d + 10) if lib is torch else d.assign(d + 10)}
+
+@pytest.mark.parametrize("alias", list(DETACH_ALIASES))
+@pytest.mark.parametrize("update", list(DETACH_UPDATES))
+@pytest.mark.parametrize("pending", [False, True])
+def test_detach_shares_the_buffer(alias, update, pending):
+  # torch: x.detach() (and its views) share x's storage: an update through either is seen through the other; values read before keep it
+  def run(lib, x):
+    if pending: x += 1
+    d = DETACH_ALIASES[alias](x)
+    before = d * 2
+    DETACH_UPDATES[update](x, d, lib)
+    return [before, d, d * 1, x]
+  want = run(torch, torch.arange(6.0).reshape(2, 3))
+  got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
+  for g, w in zip(got, want): np.testing.assert_equal(g.numpy(), w.numpy())
+
+def test_detach_of_a_parameter_follows_its_updates():
+  # an EMA-style copy: d = w.detach() sees the optimizer's in-place step, a write through d changes w; grads stay as torch's and d needs none
+  def run(lib, w):
+    d = w.detach()
+    loss = (w * w * d).sum()
+    loss.backward()
+    g1 = w.grad * 1
+    with lib.no_grad(): w -= 0.1 * w.grad
+    seen = d * 1
+    d += 1
+    w.grad = None
+    (w * w).sum().backward()
+    return [g1, seen, d, w, w.grad], (d * w).requires_grad
+  want, wr = run(torch, torch.arange(4.0, requires_grad=True))
+  got, gr = run(Tensor, Tensor.arange(4.0).contiguous().realize().requires_grad_())
+  assert wr == gr
+  for g, w in zip(got, want): np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-6)
+
+# torch makes copies here (flip, pad, repeat, a reshape that strides can't express) and views there (steps, diagonal, unfold, expand)
+COPIES = {"flip": (lambda x: x.flip(0), lambda x: x.flip(0)), "pad": (lambda x: x.pad(((0, 0), (1, 1))), lambda x: torch.nn.functional.pad(x, (1, 1))),
+          "repeat": (lambda x: x.repeat(2, 1), lambda x: x.repeat(2, 1)), "T.reshape": (lambda x: x.T.reshape(-1), lambda x: x.T.reshape(-1)),
+          "T.flatten": (lambda x: x.T.flatten(), lambda x: x.T.flatten())}
+VIEWS = {"step": (lambda x: x[:, ::2], lambda x: x[:, ::2]), "diagonal": (lambda x: x.diagonal(), lambda x: x.diagonal()),
+         "unfold": (lambda x: x.unfold(1, 2, 1), lambda x: x.unfold(1, 2, 1)), "T.step": (lambda x: x.T[::2, 1], lambda x: x.T[::2, 1]),
+         "expand": (lambda x: x[None].expand(2, 2, 3), lambda x: x[None].expand(2, 2, 3))}
+MAKE_UPDATES = {"x+=": lambda x, y: x.__iadd__(10), "y+=": lambda x, y: y.__iadd__(1), "y[0]=": lambda x, y: y.__setitem__(0, 5.0),
+                "x.setitem": lambda x, y: x.__setitem__((slice(None), 0), -1.0)}
+
+@pytest.mark.parametrize("make", list(COPIES) + list(VIEWS))
+@pytest.mark.parametrize("update", list(MAKE_UPDATES))
+def test_copies_and_views_as_torch(make, update):
+  if make == "expand" and update in ("y+=", "y[0]="): pytest.skip("torch refuses writes through an expanded view")
+  def run(lib, x):
+    y = (COPIES | VIEWS)[make][lib is torch](x)
+    before = y * 1
+    MAKE_UPDATES[update](x, y)
+    return [before, y, x, y + 0]
+  want = run(torch, torch.arange(6.0).reshape(2, 3))
+  got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
+  for g, w in zip(got, want): np.testing.assert_equal(g.numpy(), w.numpy())
+
+def test_update_through_a_view_of_a_pending_update():
+  def run(x):
+    x += 1
+    v = x[:, 1:]
+    v += 10
+    return [v, x]
+  for g, w in zip(run(Tensor.arange(6.0).reshape(2, 3).contiguous().realize()), run(torch.arange(6.0).reshape(2, 3))):
+    np.testing.assert_equal(g.numpy(), w.numpy())
+
+LAZY_VIEWS = {"slice": lambda x: x[1:], "detach": lambda x: x.detach(), "T": lambda x: x.T, "detach_row": lambda x: x.detach()[0]}
+LAZY_UPDATES = {"x+=": lambda x, v: x.__iadd__(1), "v+=": lambda x, v: v.__imul__(3), "x[0]=": lambda x, v: x.__setitem__(0, -1.0),
+                "v.fill": lambda x, v: v.__setitem__(..., 5.0)}
+
+@pytest.mark.parametrize("view", list(LAZY_VIEWS))
+@pytest.mark.parametrize("update", list(LAZY_UPDATES))
+def test_views_of_a_lazy_tensor_alias_it(view, update):
+  # x = y * 2 is still a graph: torch computed it, and v = x[1:] (or x.detach()) shares its storage; x is put in a buffer at the update
+  def run(lib, y):
+    x = y * 2
+    v = LAZY_VIEWS[view](x)
+    before = v + 0
+    LAZY_UPDATES[update](x, v)
+    return [before, v, x]
+  want = run(torch, torch.arange(6.0).reshape(2, 3))
+  got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
+  for g, w in zip(got, want): np.testing.assert_equal(g.numpy(), w.numpy())
+
+TWINS = {"x*2": lambda x, lib: x * 2, "clone": lambda x, lib: x.clone(), "zeros.contiguous": lambda x, lib: lib.zeros(2, 3).contiguous(),
+         "exp": lambda x, lib: x.exp()}
+TWIN_REALIZE = {"a": lambda a, b: a.realize(), "both": lambda a, b: Tensor.realize(a, b), "b": lambda a, b: b.realize(), "a.numpy": lambda a, b: a.numpy()}
+
+@pytest.mark.parametrize("make", list(TWINS))
+@pytest.mark.parametrize("realize", list(TWIN_REALIZE))
+def test_equal_graphs_computed_apart_are_two_tensors(make, realize):
+  # hash-consing makes a = x*2 and b = x*2 one graph; a realize gave them one buffer, so a += 1 changed b too (torch: two tensors)
+  def run(lib, x):
+    a, b = TWINS[make](x, lib), TWINS[make](x, lib)
+    if lib is Tensor: TWIN_REALIZE[realize](a, b)
+    a += 1
+    b[0] = 7.0
+    return [a, b]
+  want = run(torch, torch.arange(6.0).reshape(2, 3))
+  got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
+  for g, w in zip(got, want): np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+
 def test_update_of_an_aliased_buffer_runs_one_kernel():
   from tinygrad import GlobalCounters
   x = Tensor.arange(6.0).reshape(2, 3).contiguous().realize()

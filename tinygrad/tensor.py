@@ -36,14 +36,32 @@ def _drop_tensor(ref:weakref.ref[Tensor]) -> None:
   all_tensors.pop(ref, None)
   _lazy_tensors.pop(ref, None)
   _grad_tensors.pop(ref, None)
+def _storage(u:UOp) -> UOp:
+  # what a tensor's elements live in: below its movement ops and DETACHes (x.detach() and its views share x's buffer, as in torch)
+  while (u := u.base).op is Ops.DETACH: u = u.src[0]
+  return u
+def _undetach(u:UOp) -> UOp:
+  # a view without the DETACHes in it: what an update made through a detached alias writes into
+  x = u
+  while (op := x.op) in _MOVEMENT: x = x.src[0]
+  if op is not Ops.DETACH: return u   # (the usual case: no DETACH in the chain)
+  if u.op is Ops.DETACH: return _undetach(u.src[0])
+  return u.replace(src=(s,) + u.src[1:]) if u.op in _MOVEMENT and (s := _undetach(u.src[0])) is not u.src[0] else u
+def _strided(u:UOp) -> bool:
+  # a view that addresses its buffer with one set of non-negative strides, as torch's views do (slices, steps, permutes, expands, diagonal,
+  # unfold); flip, pad, repeat and a reshape of a transpose make copies in torch: they are values computed from the buffer, not views of it
+  if (ret := u.__dict__.get("_strided")) is not None: return ret
+  st = _undetach(u).st
+  if len(st.views) > 1: st = st.simplify()
+  ret = u.__dict__["_strided"] = len(st.views) == 1 and (v := st.views[0]).mask is None and all(not isinstance(x, int) or x >= 0 for x in v.strides)
+  return ret
 def _track(ref:weakref.ref[Tensor], u:UOp) -> None:
-  if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT or (s := u.src[0]).op is not Ops.BUFFER and (s.op not in _MOVEMENT or
-                                                                                                       s.base.op is not Ops.BUFFER)):
+  if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT and op is not Ops.DETACH or (b := _storage(u)).op is not Ops.BUFFER):
     _lazy_tensors[ref] = None
   else:
     _lazy_tensors.pop(ref, None)
     # the tensors that view a buffer (weakly, on its UOp; dead ones pruned as the dict doubles): an in-place update finds its aliases there
-    b = u if op is Ops.BUFFER else s if (s := u.src[0]).op is Ops.BUFFER else s.base
+    if op is Ops.BUFFER: b = u
     if (n := len(views := b.__dict__.setdefault("_views", {}))) >= 16 and not n & (n - 1):
       views = b.__dict__["_views"] = {r: None for r in views if r() is not None}
     views[ref] = None
@@ -517,6 +535,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def schedule_with_vars(self, *lst:Tensor) -> tuple[list, dict[UOp, int]]:
     """Create the schedule that realizes these tensors, and point every live Tensor at the buffers it will fill."""
     first_new_buffer = next(_unique_counter)
+    # tensors computed apart that hash-consing made one graph (a = x*2; b = x*2, two .clone()s) are two tensors in torch: the realize
+    # would give them one buffer, which an in-place update of one would change for both. The first root keeps it, the others copy it
+    if (mine := {t._uop: t for t in reversed((self,) + lst) if t._ref in _lazy_tensors and t._uop.op is not Ops.ASSIGN}):
+      for ref in list(_lazy_tensors):
+        if (t := ref()) is not None and mine.get(u := t._uop, t) is not t and isinstance(dev := t.device, str): t.uop = u.copy_to_device(dev)
     roots, copies = [self._uop] + [t._uop for t in lst], []
     stale_readers: list[Tensor] = []
     # (an ASSIGN dropped unrealized leaves its entry: gone, it keeps no realize looking)
@@ -525,6 +548,9 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     for r in [r for r, latest in targets.items() if latest() is None] if targets else (): del targets[r]
     if targets:
       assigns, readers, snap_bufs, stale_readers, stale_origins = _old_readers(roots)
+      # (a reader that is a copy-making view (flip, pad) would be a view to the scheduler: it is copied out)
+      for t in readers:
+        if ((o := t._uop.op) in _MOVEMENT or o is Ops.DETACH) and _storage(t._uop).op in (Ops.BUFFER, Ops.ASSIGN): t.uop = t._uop.contiguous()
       if readers: roots += [t._uop for t in readers]
       if stale_origins: _modified.update((k, None) for k in stale_origins)
       for a in assigns:
@@ -559,23 +585,41 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     """Write x into this tensor: into its buffer when it is realized, else this tensor simply becomes x."""
     if self._assign(x):
       del x   # (a value made for this call dies here: the realize doesn't compute it apart as a reader of the old contents)
-      self.realize()
+      self._run_update()
     return self
-  def _assign(self, x:Any) -> bool:
+  def _run_update(self) -> None:
+    self.realize()
+    # (a detached alias (d = x.detach(); d += 1) wrote into x's buffer: it stays detached)
+    if not self._requires_grad and self._uop.op is not Ops.DETACH and _reaches_grad(self._uop): self.uop = self._uop.detach()
+  def _assign(self, x:Any, part:bool=False) -> bool:
     # True: another live tensor views the buffer (x[1:3] or x.T made before): as in PyTorch, a read through it after the update sees the
     # update, so the caller runs it now (as setitem does); lazy values read before it keep the old contents (they are computed first)
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.shape != self.shape: raise ValueError(f"assign needs the same shape, got {x.shape} for a tensor of shape {self.shape}")
     if x.dtype != self.dtype: raise TypeError(f"assign needs the same dtype, got {x.dtype} for a tensor of dtype {self.dtype}; cast it first")
     if x.device != self.device: raise ValueError(f"assign needs the same device, got {x.device} for a tensor on {self.device}")
-    # a pending ASSIGN counts as realized: it writes into a buffer
-    if not (self.uop.is_realized or self.uop.base.op is Ops.ASSIGN) or x.uop is self.uop:
+    # a pending ASSIGN counts as realized: it writes into a buffer. An update through a detached alias of one (d = x.detach()) writes x's
+    # buffer (as in torch) and runs now, so that d, then detached again, reads it (one adding a value that requires grad just becomes it)
+    # a graph still to compute that another live tensor views (v = x[1:] or x.detach() of a lazy x): as torch, which computed x, it is
+    # put in a buffer first (by a tensor of exactly that graph: a twin computed apart gets a copy), then updated there
+    if (k := _storage(u := self.uop)).op not in (Ops.BUFFER, Ops.ASSIGN, Ops.CONST) and x.uop is not u and isinstance(self.device, str):
+      share = [t for r in [*_lazy_tensors] if (t := r()) is not None and t is not self and (t._uop is k or (o := t._uop.op) in _MOVEMENT or
+                                                                                        o is Ops.DETACH) and _storage(t._uop) is k]
+      if any(t._uop is not k for t in share) or (share and u is not k):
+        owner = self if u is k else next((t for t in share if t._uop is k), None)
+        (owner if owner is not None else Tensor(k)).realize()
+    u, detached = self.uop, False
+    if (plain := _undetach(u)) is not u and not x.requires_grad and (plain.is_realized or plain.base.op is Ops.ASSIGN): u, detached = plain, True
+    # (a copy-making view (x.flip(0)) is a value of its own, unless it is the part of a view that setitem writes (t[::-1] = v))
+    if not (u.is_realized or u.base.op is Ops.ASSIGN) or x.uop is self.uop or not (part or _strided(u)):
       self.replace(x)
       return False
-    # (a lazy view of a pending update aliases the buffer too: the pending update runs first, the view then reads the buffer)
-    if (pend := self.uop.base).op is Ops.ASSIGN and any((t := r()) is not None and t is not self and t._uop.base is pend for r in [*_lazy_tensors]):
-      self.realize()
-    self.uop = self.uop.assign(x.uop)
+    # (a lazy view of a pending update aliases the buffer too: the pending update runs first (alone: a realize of the view would copy it
+    # out), the view then reads the buffer)
+    if (pend := u.base).op is Ops.ASSIGN and any((t := r()) is not None and t is not self and _storage(t._uop) is pend for r in [*_lazy_tensors]):
+      Tensor(pend).realize()
+      u = _undetach(self.uop) if detached else self.uop
+    self.uop = u.assign(x.uop)
     # (the buffer under a chain of pending ASSIGNs; a sharded tensor's is per device, not tracked)
     target = self.uop
     while target.op is Ops.ASSIGN: target = target.src[0].base
@@ -584,8 +628,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
       if x.requires_grad: _grad_assign_targets[target] = None
       # (where autograd tracks the buffer, only an update of the whole of it: one made through a view has its gradient in setitem's blend)
       whole = (u := self.uop.src[0]).op is Ops.BUFFER or u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER
-      return (whole or not (self._requires_grad or x._requires_grad)) and \
-        any((t := r()) is not None and t is not self and t._uop.base is target for r in list(target.__dict__.get("_views", ())))
+      views = [t for r in list(target.__dict__.get("_views", ())) if (t := r()) is not None and t is not self and _storage(t._uop) is target]
+      # (a copy-making view (x.flip(0), x.pad(..)) keeps the old contents, as torch's copy does: a lazy copy, computed before the update)
+      for t in views:
+        if not _strided(t._uop): t.uop = t._uop.contiguous()
+      return detached or (whole or not (self._requires_grad or x._requires_grad)) and any(_strided(t._uop) for t in views)
     return False
   def detach(self) -> Tensor: return Tensor(self.uop.detach(), requires_grad=False)
   def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
@@ -952,7 +999,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     self._check_inplace()
     if self._assign(x):
       del x
-      self.realize()
+      self._run_update()
     return self
   def __iadd__(self, x:Any) -> Tensor: return self._inplace(self.add(x))
   def __isub__(self, x:Any) -> Tensor: return self._inplace(self.sub(x))
@@ -1641,10 +1688,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     new_x, value_requires_grad = x._advanced_put(advanced, vt) if advanced else vt, vt.requires_grad
     # (lazy values of this function left alive would read the buffer's old contents: the realize below would compute them too)
     del vt
-    in_buffer = self.uop.is_realized or self.uop.base.op is Ops.ASSIGN
+    in_buffer = ((u := _undetach(self.uop)).is_realized or u.base.op is Ops.ASSIGN) and _strided(u)
     if in_buffer and not (self.requires_grad or value_requires_grad):
       # a buffer is written in place, only in the view the basic indices select (t[3:5] = 1 touches 2 elements, like torch)
-      x._assign(new_x)
+      x._assign(new_x, part=True)
       del new_x
       x.realize()
       if self.uop.base.op is Ops.ASSIGN: self.realize()
