@@ -47,6 +47,19 @@ def _undetach(u:UOp) -> UOp:
   if op is not Ops.DETACH: return u   # (the usual case: no DETACH in the chain)
   if u.op is Ops.DETACH: return _undetach(u.src[0])
   return u.replace(src=(s,) + u.src[1:]) if u.op in _MOVEMENT and (s := _undetach(u.src[0])) is not u.src[0] else u
+def _unview(u:UOp, *vals:UOp) -> tuple[UOp, ...]|None:
+  # vals (of u's shape) put where the view u addresses its base (or the view below it that has a gradient origin: the realized tensor it
+  # views), zeros elsewhere, that base last; None for a view that no single write inverts (expand)
+  while u.op in _MOVEMENT and u not in _grad_origin:
+    s, a = u.src[0], u.arg
+    if u.op is Ops.SHRINK: vals = tuple(v.pad(tuple((b, n - e) for (b, e), n in zip(a, s.shape))) for v in vals)
+    elif u.op is Ops.RESHAPE: vals = tuple(v.reshape(s.shape) for v in vals)
+    elif u.op is Ops.PERMUTE: vals = tuple(v.permute(tuple(a.index(i) for i in range(len(a)))) for v in vals)
+    elif u.op is Ops.FLIP: vals = tuple(v.flip(a) for v in vals)
+    elif u.op is Ops.PAD: vals = tuple(v.shrink(tuple((b, b + n) for (b, _), n in zip(a, s.shape))) for v in vals)   # (a step's padding)
+    else: return None
+    u = s
+  return vals + (u,)
 def _strided(u:UOp) -> bool:
   # a view that addresses its buffer with one set of non-negative strides, as torch's views do (slices, steps, permutes, expands, diagonal,
   # unfold); flip, pad, repeat and a reshape of a transpose make copies in torch: they are values computed from the buffer, not views of it
@@ -619,6 +632,17 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if (pend := u.base).op is Ops.ASSIGN and any((t := r()) is not None and t is not self and _storage(t._uop) is pend for r in [*_lazy_tensors]):
       Tensor(pend).realize()
       u = _undetach(self.uop) if detached else self.uop
+    # an update through a view of a buffer autograd tracks (v = y[1:]; v += p): the whole buffer is assigned a blend (whose gradient passes
+    # the old contents where the view doesn't write), now, so every alias of it reads the update and backward follows it
+    if u.op in _MOVEMENT and (b := u.base).op is Ops.BUFFER and b.is_realized and (self._requires_grad or x._requires_grad) and \
+       not (u.op is Ops.RESHAPE and u.src[0] is b) and isinstance(dev := self.device, str) and \
+       (full := _unview(u, x.uop, _const(True, dtypes.bool, dev, u.shape))) is not None and full[2] is not u:
+      base = Tensor(full[2])
+      base._assign(Tensor(full[1]).where(Tensor(full[0]), base))
+      base._run_update()
+      del base
+      self.uop = u
+      return False
     self.uop = u.assign(x.uop)
     # (the buffer under a chain of pending ASSIGNs; a sharded tensor's is per device, not tracked)
     target = self.uop
