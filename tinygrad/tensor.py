@@ -613,6 +613,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if x.device != self.device: raise ValueError(f"assign needs the same device, got {x.device} for a tensor on {self.device}")
     # a pending ASSIGN counts as realized: it writes into a buffer. An update through a detached alias of one (d = x.detach()) writes x's
     # buffer (as in torch) and runs now, so that d, then detached again, reads it (one adding a value that requires grad just becomes it)
+    # a device that runs no kernels (DISK) gets the value copied straight into this tensor's range of its file, now (x.to(DISK) of it would
+    # be a new buffer there, which maps the file's first bytes: t[8:16].assign(x.to(t.device)) wrote over t[0:8], then failed)
+    if isinstance(dev := self.device, str) and Device[dev].runtime is None and (buf := self._plain_buffer()) is not None:
+      buf.buffer.copyin((Tensor(x.uop.src[0]) if x.uop.op is Ops.COPY else x)._host_bytes())
+      return False
     # a graph still to compute that another live tensor views (v = x[1:] or x.detach() of a lazy x): as torch, which computed x, it is
     # put in a buffer first (by a tensor of exactly that graph: a twin computed apart gets a copy), then updated there
     if (k := _storage(u := self.uop)).op not in (Ops.BUFFER, Ops.ASSIGN, Ops.CONST) and x.uop is not u and isinstance(self.device, str):
