@@ -318,6 +318,20 @@ def test_equal_graphs_computed_apart_are_two_tensors(make, realize):
   got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
   for g, w in zip(got, want): np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
 
+EXPANDED_WRITES = {"+=": lambda x, lib: x[None].expand(2, 3).__iadd__(1), "assign": lambda x, lib: x[None].expand(2, 3).copy_(torch.ones(2, 3))
+                   if lib is torch else x[None].expand(2, 3).assign(Tensor.ones(2, 3)), "row*=": lambda x, lib: x[:1].expand(3).__imul__(2),
+                   "setitem col": lambda x, lib: x[None].expand(2, 3).__setitem__((slice(None), 0), 5.0),
+                   "setitem row (fine)": lambda x, lib: x[None].expand(2, 3).__setitem__(0, 5.0)}
+
+@pytest.mark.parametrize("write", list(EXPANDED_WRITES))
+def test_writes_through_an_expanded_view_raise_as_torch(write):
+  # torch refuses a write where several elements of the view are one element of memory; a write that touches each once is fine
+  def run(lib, x):
+    try: EXPANDED_WRITES[write](x, lib)
+    except RuntimeError as e: return "more than one element" in str(e), x.tolist()
+    return False, x.tolist()
+  assert run(Tensor, Tensor.arange(3.0).contiguous().realize()) == run(torch, torch.arange(3.0))
+
 def test_update_of_an_aliased_buffer_runs_one_kernel():
   from tinygrad import GlobalCounters
   x = Tensor.arange(6.0).reshape(2, 3).contiguous().realize()

@@ -632,6 +632,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if not (u.is_realized or u.base.op is Ops.ASSIGN) or x.uop is self.uop or not (part or _strided(u)):
       self.replace(x)
       return False
+    # (torch: a write through an expanded view would write some elements more than once)
+    if u.op in _MOVEMENT and 0 in (v := _undetach(u).st.simplify().views[-1]).strides and \
+       any(st == 0 and n != 1 for st, n in zip(v.strides, v.shape)):
+      raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single memory location (an "
+                         "expanded view); clone() it first")
     # (a lazy view of a pending update aliases the buffer too: the pending update runs first (alone: a realize of the view would copy it
     # out), the view then reads the buffer)
     if (pend := u.base).op is Ops.ASSIGN and any((t := r()) is not None and t is not self and _storage(t._uop) is pend for r in [*_lazy_tensors]):
