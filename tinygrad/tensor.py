@@ -1048,6 +1048,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def __ilshift__(self, x:Any) -> Tensor: return self._inplace(self.lshift(x))
   def __irshift__(self, x:Any) -> Tensor: return self._inplace(self.rshift(x))
   def __imatmul__(self, x:Tensor) -> Tensor: return self._inplace(self.matmul(x))
+  # torch's in-place methods (x.add_(y), x[1:].clamp_(0, 1), x.zero_()): the op's result written into this tensor (or its view), as += is
+  def fill_(self, value:Any) -> Tensor: return self._inplace(self.full_like(value))
+  def zero_(self) -> Tensor: return self.fill_(0)
+  def copy_(self, src:Any) -> Tensor:
+    return self._inplace((src if isinstance(src, Tensor) else Tensor(src, self.device)).to(self.device).cast(self.dtype)._broadcast_to(self.shape))
 
   def _shift(self, x:Any, reverse:bool, left:bool) -> Tensor:
     # torch's shifts: a count outside [0, bits) gives 0 (and -1 for a negative value shifted right); a left shift runs unsigned, where
@@ -3182,6 +3187,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def short(self) -> Tensor: return self.cast(dtypes.int16)
   def char(self) -> Tensor: return self.cast(dtypes.int8)
   def bool(self) -> Tensor: return self.cast(dtypes.bool)
+
+for _n in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "neg", "abs", "floor", "ceil",
+           "round", "trunc", "masked_fill", "square", "reciprocal", "sin", "cos", "lerp", "maximum", "minimum", "fmod", "remainder"):
+  if hasattr(Tensor, _n): setattr(Tensor, _n + "_", lambda self, *a, _n=_n, **k: self._inplace(getattr(self, _n)(*a, **k)))
 
 def _unflatten_sizes(sizes:tuple[int, ...], total:sint) -> tuple[sint, ...]:
   # resolve one -1 in sizes against the size of the dim being split
