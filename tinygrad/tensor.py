@@ -1526,6 +1526,37 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return self.permute(order)
   @property
   def T(self) -> Tensor: return self if self.ndim < 2 else self.transpose()
+  # torch's other names for views: swapaxes/swapdims, mT, t(), movedim/moveaxis, narrow, unbind, and the *_as forms
+  def swapaxes(self, dim0:int, dim1:int) -> Tensor: return self.transpose(dim0, dim1)
+  swapdims = swapaxes
+  @property
+  def mT(self) -> Tensor:
+    if self.ndim < 2: raise ValueError(f"mT needs a tensor of at least 2 dims, got shape {self.shape}")
+    return self.transpose(-2, -1)
+  def t(self) -> Tensor:
+    if self.ndim > 2: raise ValueError(f"t() expects a tensor with <= 2 dims, got shape {self.shape}; use transpose(dim0, dim1)")
+    return self.T
+  def movedim(self, source:int|Sequence[int], destination:int|Sequence[int]) -> Tensor:
+    src = [self._resolve_dim(d) for d in ([source] if isinstance(source, int) else source)]
+    dst = [self._resolve_dim(d) for d in ([destination] if isinstance(destination, int) else destination)]
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+      raise ValueError(f"movedim: source {source} and destination {destination} must be distinct dims, as many of each")
+    rest = iter(d for d in range(self.ndim) if d not in src)
+    return self.permute([src[dst.index(i)] if i in dst else next(rest) for i in range(self.ndim)])
+  moveaxis = movedim
+  def narrow(self, dim:int, start:int, length:int) -> Tensor:
+    d = self._resolve_dim(dim)
+    if start < 0: start += cast(int, self.shape[d])
+    if start < 0 or length < 0 or start + length > self.shape[d]:
+      raise IndexError(f"narrow: [{start}, {start}+{length}) is outside dim {dim} of {self.shape}")
+    return self.shrink(tuple((start, start + length) if i == d else None for i in range(self.ndim)))
+  def unbind(self, dim:int=0) -> tuple[Tensor, ...]:
+    d = self._resolve_dim(dim)
+    return tuple(self[(slice(None),) * d + (i,)] for i in range(cast(int, self.shape[d])))
+  def type_as(self, other:Tensor) -> Tensor: return self.cast(other.dtype)
+  def view_as(self, other:Tensor) -> Tensor: return self.reshape(other.shape)
+  reshape_as = view_as
+  def expand_as(self, other:Tensor) -> Tensor: return self.expand(other.shape)
   def flatten(self, start_dim:int=0, end_dim:int=-1) -> Tensor:
     if self.ndim == 0: return self.reshape(1)
     s, e = self._resolve_dim(start_dim), self._resolve_dim(end_dim)
