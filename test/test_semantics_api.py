@@ -163,3 +163,17 @@ def test_qr_batched(shape, mode):
   np.testing.assert_allclose(q @ r, a, atol=1e-5)
   np.testing.assert_allclose(q.swapaxes(-1, -2) @ q, np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] + (q.shape[-1],) * 2), atol=1e-5)
   np.testing.assert_equal(np.tril(r, -1), 0)
+
+def test_torch_view_names():
+  # torch's other names for views, compared with torch; each aliases its base (an update of the base shows through it)
+  views = {"swapaxes": lambda x: x.swapaxes(0, 2), "swapdims": lambda x: x.swapdims(-1, 1), "mT": lambda x: x.mT, "t": lambda x: x[0].t(),
+           "movedim": lambda x: x.movedim(0, -1), "moveaxis2": lambda x: x.moveaxis((0, 1), (2, 0)), "narrow": lambda x: x.narrow(2, -3, 2),
+           "unbind": lambda x: x.unbind(1)[2], "view_as": lambda x: x.view_as(x.reshape(4, 6)), "expand_as": lambda x: x[:1].expand_as(x),
+           "reshape_as": lambda x: x.reshape_as(x.reshape(6, 4)), "type_as": lambda x: x.type_as(x)}
+  for name, f in views.items():
+    t, g = torch.arange(24.0).reshape(2, 3, 4), Tensor.arange(24.0).reshape(2, 3, 4).contiguous().realize()
+    vt, vg = f(t), f(g)
+    t += 1
+    g += 1
+    np.testing.assert_equal(vg.numpy(), vt.numpy(), err_msg=name)
+  assert Tensor.ones(2, 3).type_as(Tensor([1], dtype="int32")).dtype.name == "int"

@@ -318,6 +318,20 @@ def test_equal_graphs_computed_apart_are_two_tensors(make, realize):
   got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
   for g, w in zip(got, want): np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
 
+EXPANDED_WRITES = {"+=": lambda x, lib: x[None].expand(2, 3).__iadd__(1), "assign": lambda x, lib: x[None].expand(2, 3).copy_(torch.ones(2, 3))
+                   if lib is torch else x[None].expand(2, 3).assign(Tensor.ones(2, 3)), "row*=": lambda x, lib: x[:1].expand(3).__imul__(2),
+                   "setitem col": lambda x, lib: x[None].expand(2, 3).__setitem__((slice(None), 0), 5.0),
+                   "setitem row (fine)": lambda x, lib: x[None].expand(2, 3).__setitem__(0, 5.0)}
+
+@pytest.mark.parametrize("write", list(EXPANDED_WRITES))
+def test_writes_through_an_expanded_view_raise_as_torch(write):
+  # torch refuses a write where several elements of the view are one element of memory; a write that touches each once is fine
+  def run(lib, x):
+    try: EXPANDED_WRITES[write](x, lib)
+    except RuntimeError as e: return "more than one element" in str(e), x.tolist()
+    return False, x.tolist()
+  assert run(Tensor, Tensor.arange(3.0).contiguous().realize()) == run(torch, torch.arange(3.0))
+
 def test_update_of_an_aliased_buffer_runs_one_kernel():
   from tinygrad import GlobalCounters
   x = Tensor.arange(6.0).reshape(2, 3).contiguous().realize()
@@ -458,3 +472,18 @@ def test_programs_independent_of_hash_seed():
     got[seed] = json.loads(proc.stdout.strip().splitlines()[-1])
   assert len(got["0"]) == 30
   for seed in ("1", "2", "3"): assert got[seed] == got["0"], [k for k in got["0"] if got[seed][k] != got["0"][k]]
+
+INPLACE_METHODS = {"add_": lambda v, lib: v.add_(2), "mul_": lambda v, lib: v.mul_(v), "clamp_": lambda v, lib: v.clamp_(0, 2), "relu_": lambda v, lib: v.relu_(),
+                   "fill_": lambda v, lib: v.fill_(7), "zero_": lambda v, lib: v.zero_(), "copy_": lambda v, lib: v.copy_(lib.tensor([5.0, 6.0])
+                   if lib is torch else Tensor([5.0, 6.0])), "neg_": lambda v, lib: v.neg_(), "div_": lambda v, lib: v.div_(4), "exp_": lambda v, lib: v.exp_()}
+
+@pytest.mark.parametrize("name", list(INPLACE_METHODS))
+def test_torch_inplace_methods_write_through_views(name):
+  def run(lib, x):
+    v = x[1:]
+    r = INPLACE_METHODS[name](v, lib)
+    return [r, v, x]
+  want = run(torch, torch.tensor([1.0, -2.0, 3.0]))
+  got = run(Tensor, Tensor([1.0, -2.0, 3.0]).realize())
+  for g, w in zip(got, want): np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+  with pytest.raises(RuntimeError, match="leaf"): INPLACE_METHODS[name](Tensor([1.0, 2.0], requires_grad=True), Tensor)

@@ -611,3 +611,21 @@ def test_view_of_a_tracked_buffer_sees_its_update(view, update):
   r, x = torch.tensor(A, requires_grad=True), Tensor(A, requires_grad=True)
   for g, w in zip(run(Tensor, x), run(torch, r)): np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-6)
   np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-5)
+
+THROUGH = {"v+=": lambda y, v, p: v.__iadd__(p[1:] * 3), "v*=": lambda y, v, p: v.__imul__(2), "v[0]=": lambda y, v, p: v.__setitem__(0, p[0] * 7),
+           "T+=": lambda y, v, p: y.T.__iadd__(p.T), "flip_step": lambda y, v, p: y[::2].__imul__(p[::2])}
+
+@pytest.mark.parametrize("update", list(THROUGH))
+def test_update_through_a_view_of_a_tracked_buffer(update):
+  # y (a realized non-leaf) updated through a view: the other aliases (y, w) read the update, values read before keep the old, grads as torch's
+  def run(lib, p):
+    y = p * 2
+    if lib is Tensor: y.realize()
+    v, w = y[1:], y[:2]
+    before = w * 3
+    THROUGH[update](y, v, p)
+    ((w * w).sum() + (y * p).sum() + (before * v).sum()).backward()
+    return before, w * 1, y, v
+  r, x = torch.tensor(A, requires_grad=True), Tensor(A, requires_grad=True)
+  for g, w in zip(run(Tensor, x), run(torch, r)): np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-5)

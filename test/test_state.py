@@ -243,3 +243,19 @@ def test_disk_slice_bitcast_tolist_copies(tmp_path):
   out.assign(Tensor([1.0, 2.0, 3.0, 4.0]).to(out.device)).realize()
   assert np.frombuffer((tmp_path / "out.bin").read_bytes(), np.float32).tolist() == [1, 2, 3, 4]
   with pytest.raises(RuntimeError, match="contiguous"): f.reshape(4, 8).permute(1, 0)
+
+def test_disk_slice_assign_writes_its_range(tmp_path):
+  # t[2:6].assign(x.to(DISK)) made a new DISK buffer for x (the file's first bytes: t[0:4] overwritten), then failed to run a kernel;
+  # now x is copied straight into the slice's range, and every overlapping view of the file reads it
+  fn = tmp_path / "f.bin"
+  fn.write_bytes(np.arange(16, dtype=np.float32).tobytes())
+  t = Tensor.empty(16, dtype=dtypes.float32, device=f"DISK:{fn}")
+  a, b, r = t[2:6], t[4:8], t.reshape(4, 4)
+  a.assign(Tensor([100.0, 101.0, 102.0, 103.0]).to(a.device))
+  want = np.arange(16, dtype=np.float32)
+  want[2:6] = [100, 101, 102, 103]
+  assert t.tolist() == want.tolist() and b.tolist() == want[4:8].tolist() and r[1].tolist() == want[4:8].tolist()
+  b.assign(t[8:12])   # disk to disk, overlapping a
+  want[4:8] = want[8:12]
+  assert a.tolist() == want[2:6].tolist() and np.frombuffer(fn.read_bytes(), np.float32).tolist() == want.tolist()
+  with pytest.raises(RuntimeError, match="can't run kernels"): a += 1

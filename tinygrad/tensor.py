@@ -47,6 +47,19 @@ def _undetach(u:UOp) -> UOp:
   if op is not Ops.DETACH: return u   # (the usual case: no DETACH in the chain)
   if u.op is Ops.DETACH: return _undetach(u.src[0])
   return u.replace(src=(s,) + u.src[1:]) if u.op in _MOVEMENT and (s := _undetach(u.src[0])) is not u.src[0] else u
+def _unview(u:UOp, *vals:UOp) -> tuple[UOp, ...]|None:
+  # vals (of u's shape) put where the view u addresses its base (or the view below it that has a gradient origin: the realized tensor it
+  # views), zeros elsewhere, that base last; None for a view that no single write inverts (expand)
+  while u.op in _MOVEMENT and u not in _grad_origin:
+    s, a = u.src[0], u.arg
+    if u.op is Ops.SHRINK: vals = tuple(v.pad(tuple((b, n - e) for (b, e), n in zip(a, s.shape))) for v in vals)
+    elif u.op is Ops.RESHAPE: vals = tuple(v.reshape(s.shape) for v in vals)
+    elif u.op is Ops.PERMUTE: vals = tuple(v.permute(tuple(a.index(i) for i in range(len(a)))) for v in vals)
+    elif u.op is Ops.FLIP: vals = tuple(v.flip(a) for v in vals)
+    elif u.op is Ops.PAD: vals = tuple(v.shrink(tuple((b, b + n) for (b, _), n in zip(a, s.shape))) for v in vals)   # (a step's padding)
+    else: return None
+    u = s
+  return vals + (u,)
 def _strided(u:UOp) -> bool:
   # a view that addresses its buffer with one set of non-negative strides, as torch's views do (slices, steps, permutes, expands, diagonal,
   # unfold); flip, pad, repeat and a reshape of a transpose make copies in torch: they are values computed from the buffer, not views of it
@@ -600,6 +613,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if x.device != self.device: raise ValueError(f"assign needs the same device, got {x.device} for a tensor on {self.device}")
     # a pending ASSIGN counts as realized: it writes into a buffer. An update through a detached alias of one (d = x.detach()) writes x's
     # buffer (as in torch) and runs now, so that d, then detached again, reads it (one adding a value that requires grad just becomes it)
+    # a device that runs no kernels (DISK) gets the value copied straight into this tensor's range of its file, now (x.to(DISK) of it would
+    # be a new buffer there, which maps the file's first bytes: t[8:16].assign(x.to(t.device)) wrote over t[0:8], then failed)
+    if isinstance(dev := self.device, str) and Device[dev].runtime is None and (buf := self._plain_buffer()) is not None:
+      buf.buffer.copyin((Tensor(x.uop.src[0]) if x.uop.op is Ops.COPY else x)._host_bytes())
+      return False
     # a graph still to compute that another live tensor views (v = x[1:] or x.detach() of a lazy x): as torch, which computed x, it is
     # put in a buffer first (by a tensor of exactly that graph: a twin computed apart gets a copy), then updated there
     if (k := _storage(u := self.uop)).op not in (Ops.BUFFER, Ops.ASSIGN, Ops.CONST) and x.uop is not u and isinstance(self.device, str):
@@ -614,11 +632,27 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if not (u.is_realized or u.base.op is Ops.ASSIGN) or x.uop is self.uop or not (part or _strided(u)):
       self.replace(x)
       return False
+    # (torch: a write through an expanded view would write some elements more than once)
+    if u.op in _MOVEMENT and 0 in (v := _undetach(u).st.simplify().views[-1]).strides and \
+       any(st == 0 and n != 1 for st, n in zip(v.strides, v.shape)):
+      raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single memory location (an "
+                         "expanded view); clone() it first")
     # (a lazy view of a pending update aliases the buffer too: the pending update runs first (alone: a realize of the view would copy it
     # out), the view then reads the buffer)
     if (pend := u.base).op is Ops.ASSIGN and any((t := r()) is not None and t is not self and _storage(t._uop) is pend for r in [*_lazy_tensors]):
       Tensor(pend).realize()
       u = _undetach(self.uop) if detached else self.uop
+    # an update through a view of a buffer autograd tracks (v = y[1:]; v += p): the whole buffer is assigned a blend (whose gradient passes
+    # the old contents where the view doesn't write), now, so every alias of it reads the update and backward follows it
+    if u.op in _MOVEMENT and (b := u.base).op is Ops.BUFFER and b.is_realized and (self._requires_grad or x._requires_grad) and \
+       not (u.op is Ops.RESHAPE and u.src[0] is b) and isinstance(dev := self.device, str) and \
+       (full := _unview(u, x.uop, _const(True, dtypes.bool, dev, u.shape))) is not None and full[2] is not u:
+      base = Tensor(full[2])
+      base._assign(Tensor(full[1]).where(Tensor(full[0]), base))
+      base._run_update()
+      del base
+      self.uop = u
+      return False
     self.uop = u.assign(x.uop)
     # (the buffer under a chain of pending ASSIGNs; a sharded tensor's is per device, not tracked)
     target = self.uop
@@ -1014,6 +1048,11 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def __ilshift__(self, x:Any) -> Tensor: return self._inplace(self.lshift(x))
   def __irshift__(self, x:Any) -> Tensor: return self._inplace(self.rshift(x))
   def __imatmul__(self, x:Tensor) -> Tensor: return self._inplace(self.matmul(x))
+  # torch's in-place methods (x.add_(y), x[1:].clamp_(0, 1), x.zero_()): the op's result written into this tensor (or its view), as += is
+  def fill_(self, value:Any) -> Tensor: return self._inplace(self.full_like(value))
+  def zero_(self) -> Tensor: return self.fill_(0)
+  def copy_(self, src:Any) -> Tensor:
+    return self._inplace((src if isinstance(src, Tensor) else Tensor(src, self.device)).to(self.device).cast(self.dtype)._broadcast_to(self.shape))
 
   def _shift(self, x:Any, reverse:bool, left:bool) -> Tensor:
     # torch's shifts: a count outside [0, bits) gives 0 (and -1 for a negative value shifted right); a left shift runs unsigned, where
@@ -1487,6 +1526,37 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return self.permute(order)
   @property
   def T(self) -> Tensor: return self if self.ndim < 2 else self.transpose()
+  # torch's other names for views: swapaxes/swapdims, mT, t(), movedim/moveaxis, narrow, unbind, and the *_as forms
+  def swapaxes(self, dim0:int, dim1:int) -> Tensor: return self.transpose(dim0, dim1)
+  swapdims = swapaxes
+  @property
+  def mT(self) -> Tensor:
+    if self.ndim < 2: raise ValueError(f"mT needs a tensor of at least 2 dims, got shape {self.shape}")
+    return self.transpose(-2, -1)
+  def t(self) -> Tensor:
+    if self.ndim > 2: raise ValueError(f"t() expects a tensor with <= 2 dims, got shape {self.shape}; use transpose(dim0, dim1)")
+    return self.T
+  def movedim(self, source:int|Sequence[int], destination:int|Sequence[int]) -> Tensor:
+    src = [self._resolve_dim(d) for d in ([source] if isinstance(source, int) else source)]
+    dst = [self._resolve_dim(d) for d in ([destination] if isinstance(destination, int) else destination)]
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+      raise ValueError(f"movedim: source {source} and destination {destination} must be distinct dims, as many of each")
+    rest = iter(d for d in range(self.ndim) if d not in src)
+    return self.permute([src[dst.index(i)] if i in dst else next(rest) for i in range(self.ndim)])
+  moveaxis = movedim
+  def narrow(self, dim:int, start:int, length:int) -> Tensor:
+    d = self._resolve_dim(dim)
+    if start < 0: start += cast(int, self.shape[d])
+    if start < 0 or length < 0 or start + length > self.shape[d]:
+      raise IndexError(f"narrow: [{start}, {start}+{length}) is outside dim {dim} of {self.shape}")
+    return self.shrink(tuple((start, start + length) if i == d else None for i in range(self.ndim)))
+  def unbind(self, dim:int=0) -> tuple[Tensor, ...]:
+    d = self._resolve_dim(dim)
+    return tuple(self[(slice(None),) * d + (i,)] for i in range(cast(int, self.shape[d])))
+  def type_as(self, other:Tensor) -> Tensor: return self.cast(other.dtype)
+  def view_as(self, other:Tensor) -> Tensor: return self.reshape(other.shape)
+  reshape_as = view_as
+  def expand_as(self, other:Tensor) -> Tensor: return self.expand(other.shape)
   def flatten(self, start_dim:int=0, end_dim:int=-1) -> Tensor:
     if self.ndim == 0: return self.reshape(1)
     s, e = self._resolve_dim(start_dim), self._resolve_dim(end_dim)
@@ -3206,6 +3276,10 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
   def short(self) -> Tensor: return self.cast(dtypes.int16)
   def char(self) -> Tensor: return self.cast(dtypes.int8)
   def bool(self) -> Tensor: return self.cast(dtypes.bool)
+
+for _n in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "neg", "abs", "floor", "ceil",
+           "round", "trunc", "masked_fill", "square", "reciprocal", "sin", "cos", "lerp", "maximum", "minimum", "fmod", "remainder"):
+  if hasattr(Tensor, _n): setattr(Tensor, _n + "_", lambda self, *a, _n=_n, **k: self._inplace(getattr(self, _n)(*a, **k)))
 
 def _unflatten_sizes(sizes:tuple[int, ...], total:sint) -> tuple[sint, ...]:
   # resolve one -1 in sizes against the size of the dim being split
