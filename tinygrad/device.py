@@ -180,9 +180,10 @@ class Buffer:
     return self
   def copyout(self, mv:memoryview) -> memoryview:
     mv = flat_mv(mv)
-    if mv.nbytes != self.nbytes: raise ValueError(f"copyout of a buffer of {self.nbytes} bytes into {mv.nbytes} bytes")
-    if not self.is_allocated(): raise RuntimeError(f"copyout from {self} that isn't allocated")
-    if mv.nbytes: self.allocator._copyout(mv, self._buf)
+    # (the fields, not nbytes and is_allocated(): every .numpy() and .item() comes here)
+    if mv.nbytes != (nbytes := self.size*self.dtype.itemsize): raise ValueError(f"copyout of a buffer of {nbytes} bytes into {mv.nbytes} bytes")
+    if not hasattr(self, "_buf"): raise RuntimeError(f"copyout from {self} that isn't allocated")
+    if nbytes: self.allocator._copyout(mv, self._buf)
     return mv
   def view(self, size:int, dtype:DType, offset:int) -> Buffer:
     if offset < 0 or offset > self.nbytes: raise ValueError(f"view offset {offset} is out of bounds of a {self.nbytes} byte buffer")

@@ -395,6 +395,10 @@ def _sym_ne(a:sint, b:sint) -> bool:
   if isinstance(a, int) and isinstance(b, int): return a != b
   return resolve((sint_to_uop(a) - b).simplify().ne(0))
 
+# dot's graph per (ShapeTrackers, dtype keys) of its inputs (the ShapeTrackers of its views follow from theirs): per node (op, dtype, its
+# sources as places in [x, w, the nodes before], arg, ShapeTracker)
+_dot_plans: dict[tuple, list[tuple]] = {}
+
 def _uop_broadcast(u:UOp, shape:tuple[sint, ...]) -> UOp:
   # u (its shape broadcastable to shape, numpy's rules) expanded to shape: Tensor._broadcast_to without its checks
   return u if (us := u.shape) == shape else u.reshape((1,)*(len(shape)-len(us)) + us).expand(shape)
@@ -713,7 +717,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     # the realized buffer holding exactly this tensor's elements in order (under RESHAPEs, and DETACHes a realize may keep), else None
     u = self._uop
     while u.op is Ops.RESHAPE or u.op is Ops.DETACH: u = u.src[0]
-    if u.op is not Ops.BUFFER or (buf := u.__dict__.get("_buffer")) is None or not buf.is_allocated(): return None
+    if u.op is not Ops.BUFFER or (buf := u.__dict__.get("_buffer")) is None or not hasattr(buf, "_buf"): return None
     return u if u.arg == prod(self._uop.shape) else None
   def data(self) -> memoryview:
     """A memoryview of the elements, cast to the dtype's format and the tensor's shape."""
@@ -1017,7 +1021,7 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     return (b.lt(0) & self.abs().ne(1)).where(0, ret.cast(self.dtype))
   def __pow__(self, x:Any) -> Tensor: return self.pow(x)
   def __rpow__(self, x:Any) -> Tensor: return self.pow(x, True)
-  def __matmul__(self, x:Tensor) -> Tensor: return self.matmul(x)
+  def __matmul__(self, x:Tensor) -> Tensor: return self.dot(x)   # (matmul(x) without its call: the op a training step calls most)
   def __rmatmul__(self, x:Tensor) -> Tensor: return self.matmul(x, True)
   def __eq__(self, x:Any) -> Tensor: return self.eq(x)  # type: ignore[override]
   def __ne__(self, x:Any) -> Tensor: return self.ne(x)  # type: ignore[override]
@@ -3216,7 +3220,15 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     if not xs or not ws: raise ValueError(f"matmul needs at least 1-D tensors, got shapes {xs} and {ws}")
     k_w = ws[-(nw := min(len(ws), 2))]
     if resolve(xs[-1] != k_w): raise ValueError(f"matmul shapes {xs} and {ws} don't line up: {xs[-1]} (last dim) != {k_w} (dim {-nw})")
-    if xu.device != wu.device: raise ValueError(f"mul: tensors are on different devices, {xu.device} and {wu.device}")
+    if (dev := xu.device) != wu.device: raise ValueError(f"mul: tensors are on different devices, {xu.device} and {wu.device}")
+    # (the graph for inputs of these ShapeTrackers (.shape memoized them) and dtypes made before: its nodes rebuilt on these, ShapeTrackers
+    # and device copied)
+    if (plan := _dot_plans.get(key := (xu.__dict__["_st"], wu.__dict__["_st"], xu.dtype._key, wu.dtype._key))) is not None:
+      get = (nodes := [xu, wu]).__getitem__
+      for op, dt, ix, arg, st in plan:
+        nodes.append(n := UOp(op, dt, tuple(map(get, ix)), arg))
+        if "_st" not in (d := n.__dict__): d["_st"], d["_device"] = st, dev
+      return Tensor(n)
     out_dt = least_upper_dtype(xu.dtype, wu.dtype)
     one = (1,)*min(len(xs)-1, len(ws)-1, 1)
     # x: (..., n, 1, k) times wt: (..., 1, m, k), batch dims broadcasting, summed over k
@@ -3232,7 +3244,14 @@ class Tensor(MathTrait, metaclass=_TensorMeta):
     prod_ = _uop_broadcast(x, shape).alu(Ops.MUL, _uop_broadcast(wt, shape))
     if (acc_dt := sum_acc_dtype(out_dt)) is not out_dt: prod_ = prod_.cast(acc_dt)
     out = prod_.r(Ops.ADD, (len(shape)-1,)).reshape(shape[:-1])
-    return Tensor(out if acc_dt is out_dt else out.cast(out_dt))
+    if acc_dt is not out_dt: out = out.cast(out_dt)
+    # (kept where neither input is built on the other: then no node of the graph is one of them by chance of hash-consing)
+    if len(_dot_plans) < 256 and xu is not wu and xu not in (wt_ := wu.toposort()) and wu not in xu.toposort():
+      del wt_
+      made = list(out.toposort(gate=lambda u: u is not xu and u is not wu))
+      place = {u: i for i, u in enumerate([xu, wu] + made)}
+      _dot_plans[key] = [(u.op, u.dtype, tuple(place[s] for s in u.src), u.arg, u.st) for u in made]
+    return Tensor(out)
   def matmul(self, x:Tensor, reverse:bool=False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
   def linear(self, weight:Tensor, bias:Tensor|None=None) -> Tensor:
     """self @ weight + bias, with weight of shape (in, out); a 1-D weight scales elementwise."""
