@@ -69,7 +69,9 @@ def _strided(u:UOp) -> bool:
   ret = u.__dict__["_strided"] = len(st.views) == 1 and (v := st.views[0]).mask is None and all(not isinstance(x, int) or x >= 0 for x in v.strides)
   return ret
 def _track(ref:weakref.ref[Tensor], u:UOp) -> None:
-  if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT and op is not Ops.DETACH or (b := _storage(u)).op is not Ops.BUFFER):
+  # (_storage inlined for the usual view without a DETACH: every realize tracks its outputs here)
+  if (op := u.op) is not Ops.BUFFER and (op not in _MOVEMENT and op is not Ops.DETACH or
+                                         (b := c if (c := u.base).op is not Ops.DETACH else _storage(c)).op is not Ops.BUFFER):
     _lazy_tensors[ref] = None
   else:
     _lazy_tensors.pop(ref, None)
