@@ -232,6 +232,16 @@ def test_detach_shares_the_buffer(alias, update, pending):
   got = run(Tensor, Tensor.arange(6.0).reshape(2, 3).contiguous().realize())
   for g, w in zip(got, want): np.testing.assert_equal(g.numpy(), w.numpy())
 
+def test_update_through_a_long_view_chain_over_detach():
+  # 2,000 views over a detach (deeper than Python's recursion limit): the update still reaches x's buffer, as in torch
+  x, tx = Tensor.arange(8, dtype=dtypes.float32).realize(), torch.arange(8, dtype=torch.float32)
+  v, tv = x.detach(), tx.detach()
+  for _ in range(1000): v, tv = v.reshape(2, 4).reshape(8), tv.reshape(2, 4).reshape(8)
+  v += 1
+  tv += 1
+  np.testing.assert_equal(x.numpy(), tx.numpy())
+  np.testing.assert_equal(v.numpy(), tv.numpy())
+
 def test_detach_of_a_parameter_follows_its_updates():
   # an EMA-style copy: d = w.detach() sees the optimizer's in-place step, a write through d changes w; grads stay as torch's and d needs none
   def run(lib, w):

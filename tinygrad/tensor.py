@@ -45,8 +45,12 @@ def _undetach(u:UOp) -> UOp:
   x = u
   while (op := x.op) in _MOVEMENT: x = x.src[0]
   if op is not Ops.DETACH: return u   # (the usual case: no DETACH in the chain)
-  if u.op is Ops.DETACH: return _undetach(u.src[0])
-  return u.replace(src=(s,) + u.src[1:]) if u.op in _MOVEMENT and (s := _undetach(u.src[0])) is not u.src[0] else u
+  # (a loop, not recursion: a chain of thousands of views stays under Python's recursion limit)
+  chain, x = [], u
+  while x.op in _MOVEMENT or x.op is Ops.DETACH: chain.append(x); x = x.src[0]
+  for c in reversed(chain):
+    if c.op is not Ops.DETACH: x = c if c.src[0] is x else c.replace(src=(x,) + c.src[1:])
+  return x
 def _unview(u:UOp, *vals:UOp) -> tuple[UOp, ...]|None:
   # vals (of u's shape) put where the view u addresses its base (or the view below it that has a gradient origin: the realized tensor it
   # views), zeros elsewhere, that base last; None for a view that no single write inverts (expand)
